@@ -1,0 +1,29 @@
+# Every target runs set-up first; it is quick when nothing changed.
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test lint typecheck format bench suite
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(BIN)/iwr demo
+
+lint: setup
+	$(BIN)/ruff check iwr_bench tests benchmarks
+	$(BIN)/ruff format --check iwr_bench tests benchmarks
+
+typecheck: setup
+	$(BIN)/pyright
+
+format: setup
+	$(BIN)/ruff format iwr_bench tests benchmarks
+	$(BIN)/ruff check --fix iwr_bench tests benchmarks
+
+test: setup lint typecheck
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	@set -e; for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done

@@ -1,0 +1,1 @@
+"""IWR-Bench engine."""

@@ -1,0 +1,302 @@
+"""The official on-disk layout of IWR-Bench tasks, and the loader that reads it.
+
+```
+<root>/data.jsonl                  one task record per line
+<root>/data/<id>/video.mp4         screen recording
+<root>/data/<id>/assets/           anonymised asset files
+<root>/data/<id>/stitched_assets/  contact sheets of the assets
+<root>/data/<id>/checkpoints/step_<k>.png
+```
+The folder holding the task folders is named after the jsonl file's stem. Two optional
+extensions of our own live in a task folder and are ignored by the official tools:
+``reference/index.html`` (the page that was recorded, used by the ``oracle`` baseline) and
+``stitched_assets/sheets.json`` (which asset names each sheet shows).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from iwr_bench.dataset.models import Resolution, TaskRecord
+from iwr_bench.dataset.problems import Problem
+from iwr_bench.errors import UserError
+
+VIDEO_NAME = "video.mp4"
+ASSETS_DIR = "assets"
+SHEETS_DIR = "stitched_assets"
+CHECKPOINTS_DIR = "checkpoints"
+REFERENCE_DIR = "reference"
+SHEETS_MANIFEST = "sheets.json"
+TASK_RECORD = "task.json"
+
+_STEP = re.compile(r"^step_(\d+)\.png$")
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico", ".avif"})
+
+
+class Alignment(StrEnum):
+    """How checkpoint images line up with actions (protocol.md section 1)."""
+
+    flagged = "flagged"
+    """step_k is the state after the k-th visually flagged action (the official numbering)."""
+    every_action = "every_action"
+    """step_k is the state after the k-th action, flagged or not."""
+    invalid = "invalid"
+    """The checkpoint count fits neither numbering."""
+
+
+class Task:
+    """A task record with the paths of its files resolved."""
+
+    def __init__(self, record: TaskRecord, folder: Path, line: int | None = None) -> None:
+        self.record = record
+        self.folder = folder
+        self.line = line
+
+    def __repr__(self) -> str:
+        return f"Task(id={self.id}, folder={str(self.folder)!r})"
+
+    @property
+    def id(self) -> int:
+        """Task id."""
+        return self.record.id
+
+    @property
+    def resolution(self) -> Resolution:
+        """Viewport size to judge at."""
+        return self.record.resolution
+
+    @property
+    def video(self) -> Path:
+        """Path of the screen recording."""
+        return self.folder / VIDEO_NAME
+
+    @property
+    def assets_dir(self) -> Path:
+        """Folder of anonymised asset files."""
+        return self.folder / ASSETS_DIR
+
+    @property
+    def sheets_dir(self) -> Path:
+        """Folder of stitched asset contact sheets."""
+        return self.folder / SHEETS_DIR
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """Folder of ground-truth screenshots."""
+        return self.folder / CHECKPOINTS_DIR
+
+    @property
+    def reference_page(self) -> Path | None:
+        """The recorded page (our extension), when the task ships it."""
+        page = self.folder / REFERENCE_DIR / "index.html"
+        return page if page.is_file() else None
+
+    @cached_property
+    def asset_files(self) -> list[Path]:
+        """Asset files, sorted by name."""
+        return _files(self.assets_dir)
+
+    @cached_property
+    def sheet_files(self) -> list[Path]:
+        """Contact-sheet images, sorted by name (the order they are shown to the model)."""
+        return [p for p in _files(self.sheets_dir) if p.suffix.lower() in IMAGE_SUFFIXES]
+
+    @cached_property
+    def checkpoints(self) -> dict[int, Path]:
+        """Checkpoint images by step number."""
+        found: dict[int, Path] = {}
+        for p in _files(self.checkpoints_dir):
+            m = _STEP.match(p.name)
+            if m:
+                found[int(m.group(1))] = p
+        return dict(sorted(found.items()))
+
+    @property
+    def alignment(self) -> Alignment:
+        """Which numbering the checkpoints follow, detected from their count."""
+        n = len(self.checkpoints)
+        actions = self.record.action_sequence
+        if n == 1 + len(self.record.flagged_indices):
+            return Alignment.flagged
+        if n == 1 + len(actions):
+            return Alignment.every_action
+        return Alignment.invalid
+
+    def checkpoint_after(self, action_index: int) -> Path | None:
+        """Checkpoint for the state after action ``action_index`` (0-based), if it is scored.
+
+        Only visually flagged actions are scored, whatever the numbering of the files.
+        """
+        actions = self.record.action_sequence
+        if not actions[action_index].visual_evaluation_flag:
+            return None
+        match self.alignment:
+            case Alignment.flagged:
+                step = self.record.flagged_indices.index(action_index) + 1
+            case Alignment.every_action:
+                step = action_index + 1
+            case Alignment.invalid:
+                return None
+        return self.checkpoints.get(step)
+
+    @property
+    def initial_checkpoint(self) -> Path | None:
+        """``step_0.png``: the page before any action."""
+        return self.checkpoints.get(0)
+
+
+def _files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")), key=_natural)
+
+
+def _natural(p: Path) -> tuple[object, ...]:
+    parts = re.split(r"(\d+)", p.name)
+    return tuple(int(s) if s.isdigit() else s.lower() for s in parts)
+
+
+@dataclass
+class TaskSet:
+    """What the loader found: the tasks it could read and the problems with the rest."""
+
+    source: Path
+    """The jsonl file or task record the tasks came from."""
+    tasks: list[Task]
+    """Tasks parsed without error, in file order."""
+    problems: list[Problem]
+    """Lines or records that could not be read."""
+
+    def by_id(self, task_id: int) -> Task:
+        """The task with this id.
+
+        Raises:
+            UserError: when there is none.
+        """
+        for task in self.tasks:
+            if task.id == task_id:
+                return task
+        raise UserError(f"no task with id {task_id} in {self.source}")
+
+
+def load_tasks(path: str | Path) -> TaskSet:
+    """Load tasks from a dataset root, a ``.jsonl`` file or a single task folder.
+
+    Raises:
+        UserError: when the path does not exist or holds no task records.
+    """
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise UserError(f"{path} does not exist")
+    if path.is_file():
+        if path.suffix != ".jsonl":
+            raise UserError(f"{path} is not a .jsonl task file")
+        return _load_jsonl(path)
+    jsonl = _jsonl_in(path)
+    if jsonl is not None:
+        return _load_jsonl(jsonl)
+    return _load_single_folder(path)
+
+
+def _jsonl_in(folder: Path) -> Path | None:
+    preferred = folder / "data.jsonl"
+    if preferred.is_file():
+        return preferred
+    candidates = sorted(p for p in folder.glob("*.jsonl") if (folder / p.stem).is_dir())
+    if len(candidates) > 1:
+        names = ", ".join(p.name for p in candidates)
+        raise UserError(f"{folder} holds several task files ({names}); pass one of them")
+    return candidates[0] if candidates else None
+
+
+def _load_jsonl(jsonl: Path) -> TaskSet:
+    tasks_root = jsonl.parent / jsonl.stem
+    tasks: list[Task] = []
+    problems: list[Problem] = []
+    try:
+        text = jsonl.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {jsonl}: {exc}") from exc
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        record, found = parse_record(raw, line=lineno)
+        problems.extend(found)
+        if record is not None:
+            tasks.append(Task(record, tasks_root / str(record.id), line=lineno))
+    if not tasks and not problems:
+        raise UserError(f"{jsonl} holds no task records")
+    return TaskSet(source=jsonl, tasks=tasks, problems=problems)
+
+
+def _load_single_folder(folder: Path) -> TaskSet:
+    own = folder / TASK_RECORD
+    if own.is_file():
+        record, problems = parse_record(own.read_text(encoding="utf-8"), line=None)
+        tasks = [Task(record, folder)] if record is not None else []
+        return TaskSet(source=own, tasks=tasks, problems=problems)
+    parent_jsonl = folder.parent.parent / f"{folder.parent.name}.jsonl"
+    if parent_jsonl.is_file() and folder.name.isdigit():
+        loaded = _load_jsonl(parent_jsonl)
+        wanted = int(folder.name)
+        return TaskSet(
+            source=parent_jsonl,
+            tasks=[t for t in loaded.tasks if t.id == wanted],
+            problems=[p for p in loaded.problems if p.task_id in (None, wanted)],
+        )
+    raise UserError(
+        f"{folder} is not a task dataset: expected data.jsonl (official layout), "
+        f"a task folder <root>/<stem>/<id> next to <root>/<stem>.jsonl, or a folder with {TASK_RECORD}"
+    )
+
+
+def parse_record(raw: str, line: int | None) -> tuple[TaskRecord | None, list[Problem]]:
+    """Parse one JSON task record, turning every defect into a :class:`Problem`."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, [Problem(severity="error", task_id=None, line=line, field="json", message=str(exc))]
+    if not isinstance(data, dict):
+        msg = f"expected a JSON object, found {type(data).__name__}"
+        return None, [Problem(severity="error", task_id=None, line=line, field="json", message=msg)]
+    raw_id = data.get("id")
+    task_id = raw_id if isinstance(raw_id, int) else None
+    try:
+        return TaskRecord.model_validate(data), []
+    except ValidationError as exc:
+        problems = [
+            Problem(
+                severity="error",
+                task_id=task_id,
+                line=line,
+                field=_loc(err["loc"]) or "record",
+                message=_error_text(err),
+            )
+            for err in exc.errors(include_url=False)
+        ]
+        return None, problems
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _error_text(err: object) -> str:
+    if not isinstance(err, dict):
+        return str(err)
+    msg = str(err.get("msg", "invalid"))  # pyright: ignore[reportUnknownMemberType]
+    if err.get("type") == "literal_error":  # pyright: ignore[reportUnknownMemberType]
+        return f"unknown value {err.get('input')!r}: {msg.lower()}"  # pyright: ignore[reportUnknownMemberType]
+    if err.get("type") == "missing":  # pyright: ignore[reportUnknownMemberType]
+        return "required field is missing"
+    return msg

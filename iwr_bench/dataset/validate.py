@@ -1,0 +1,217 @@
+"""Checks that a task set is usable, reporting every problem with its task, field and cause."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+from iwr_bench.dataset.frames import VideoError, probe_video
+from iwr_bench.dataset.layout import (
+    ASSETS_DIR,
+    CHECKPOINTS_DIR,
+    IMAGE_SUFFIXES,
+    SHEETS_DIR,
+    SHEETS_MANIFEST,
+    VIDEO_NAME,
+    Alignment,
+    Task,
+    TaskSet,
+)
+from iwr_bench.dataset.models import pressed_key, scroll_direction, typed_text
+from iwr_bench.dataset.problems import Problem, Severity
+
+Check = Callable[[Task], Iterator[tuple[Severity, str, str]]]
+
+
+def validate(task_set: TaskSet, *, check_media: bool = True) -> list[Problem]:
+    """Every problem in a task set: parse errors first, then per task in file order.
+
+    Args:
+        task_set: What :func:`~iwr_bench.dataset.layout.load_tasks` returned.
+        check_media: Decode videos and images (slower, but catches unreadable files).
+    """
+    problems = list(task_set.problems)
+    counts = Counter(t.id for t in task_set.tasks)
+    reported: set[int] = set()
+    for task in task_set.tasks:
+        if counts[task.id] > 1 and task.id not in reported:
+            reported.add(task.id)
+            problems.append(
+                Problem(
+                    severity="error",
+                    task_id=task.id,
+                    line=task.line,
+                    field="id",
+                    message=f"id {task.id} is used by {counts[task.id]} records",
+                )
+            )
+        problems.extend(validate_task(task, check_media=check_media))
+    return problems
+
+
+def validate_task(task: Task, *, check_media: bool = True) -> list[Problem]:
+    """Every problem with one task."""
+    if not task.folder.is_dir():
+        return [_problem(task, "error", "folder", f"task folder {task.folder} does not exist")]
+    checks: list[Check] = [_check_actions, _check_checkpoints, _check_assets, _check_unknown_fields]
+    if check_media:
+        checks[1:1] = [_check_video, _check_checkpoint_images]
+    return [_problem(task, sev, field, msg) for check in checks for sev, field, msg in check(task)]
+
+
+def _problem(task: Task, severity: Severity, field: str, message: str) -> Problem:
+    return Problem(severity=severity, task_id=task.id, line=task.line, field=field, message=message)
+
+
+def _check_actions(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    actions = task.record.action_sequence
+    if not actions:
+        yield "error", "action_sequence", "the task has no actions"
+    for i, action in enumerate(actions):
+        where = f"action_sequence[{i}]"
+        match action.type:
+            case "Type" if typed_text(action) is None:
+                yield (
+                    "warning",
+                    f"{where}.parameters",
+                    "Type action gives no text (no 'text' and nothing quoted)",
+                )
+            case "Press" if pressed_key(action) is None:
+                yield "warning", f"{where}.parameters.key", "Press action names no key the judge can send"
+            case "Scroll" if scroll_direction(action) is None:
+                given = action.parameters.direction
+                yield (
+                    "error",
+                    f"{where}.parameters.direction",
+                    f"direction {given!r} is neither 'up' nor 'down'",
+                )
+            case _:
+                pass
+
+
+def _check_video(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    try:
+        info = probe_video(task.video)
+    except VideoError as exc:
+        yield "error", VIDEO_NAME, str(exc)
+        return
+    if info.duration <= 0:
+        yield "error", VIDEO_NAME, "video has no duration"
+
+
+def _check_checkpoints(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    if not task.checkpoints_dir.is_dir():
+        yield "error", CHECKPOINTS_DIR, "checkpoints folder is missing"
+        return
+    steps = task.checkpoints
+    if 0 not in steps:
+        yield "error", f"{CHECKPOINTS_DIR}/step_0.png", "initial-state checkpoint is missing"
+    gaps = sorted(set(range(max(steps, default=-1) + 1)) - set(steps))
+    if gaps:
+        yield (
+            "error",
+            CHECKPOINTS_DIR,
+            f"checkpoint numbering has gaps: missing step {', '.join(map(str, gaps))}",
+        )
+    stray = [
+        p.name
+        for p in task.checkpoints_dir.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p not in steps.values()
+    ]
+    if stray:
+        yield (
+            "warning",
+            CHECKPOINTS_DIR,
+            f"files not named step_<k>.png are ignored: {', '.join(sorted(stray))}",
+        )
+    if task.alignment is Alignment.invalid:
+        n_actions = len(task.record.action_sequence)
+        n_flagged = len(task.record.flagged_indices)
+        yield (
+            "error",
+            CHECKPOINTS_DIR,
+            f"{len(steps)} checkpoints fit neither 1 + {n_flagged} flagged actions "
+            f"nor 1 + {n_actions} actions",
+        )
+
+
+def _check_checkpoint_images(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    size = task.resolution
+    for step, path in task.checkpoints.items():
+        field = f"{CHECKPOINTS_DIR}/{path.name}"
+        dims = _image_size(path)
+        if dims is None:
+            yield "error", field, f"checkpoint step {step} is not a readable image"
+        elif dims != (size.width, size.height):
+            yield "warning", field, f"image is {dims[0]}x{dims[1]} but the task resolution is {size}"
+
+
+def _check_assets(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    assets = task.asset_files
+    if not task.assets_dir.is_dir():
+        yield "warning", ASSETS_DIR, "assets folder is missing"
+    if assets and not task.sheets_dir.is_dir():
+        yield "error", SHEETS_DIR, f"{len(assets)} assets but no stitched_assets folder to show them"
+    elif assets and not task.sheet_files:
+        yield "error", SHEETS_DIR, f"{len(assets)} assets but no contact sheet images"
+    for path in assets:
+        if path.suffix.lower() in IMAGE_SUFFIXES - {".svg"} and _image_size(path) is None:
+            yield "warning", f"{ASSETS_DIR}/{path.name}", "asset is not a readable image"
+    yield from _check_asset_references(task)
+
+
+def _check_asset_references(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    """Assets that no contact sheet lists and the reference page does not use."""
+    manifest_field = f"{SHEETS_DIR}/{SHEETS_MANIFEST}"
+    listed: set[str] | None = None
+    try:
+        listed = _sheet_listing(task)
+    except ValueError as exc:
+        yield "error", manifest_field, str(exc)
+    page = task.reference_page
+    if listed is None and page is None:
+        return  # nothing to cross-check against (the official layout ships neither)
+    names = {p.name for p in task.asset_files}
+    for missing in sorted((listed or set()) - names):
+        yield "error", manifest_field, f"lists {missing}, which is not in assets/"
+    html = page.read_text(encoding="utf-8", errors="replace") if page else ""
+    for name in sorted(names):
+        if (listed is None or name not in listed) and name not in html:
+            yield "warning", f"{ASSETS_DIR}/{name}", "asset is referenced by nothing (no sheet, no page)"
+
+
+def _sheet_listing(task: Task) -> set[str] | None:
+    """Names listed by ``sheets.json`` (sheet file -> asset names), or None when there is none.
+
+    Raises:
+        ValueError: when the manifest exists but is not of that shape.
+    """
+    manifest = task.sheets_dir / SHEETS_MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable sheet manifest: {exc}") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):  # pyright: ignore[reportUnknownVariableType]
+        raise ValueError("sheet manifest must map each sheet file to a list of asset names")
+    return {str(n) for names in data.values() for n in names}  # pyright: ignore[reportUnknownVariableType]
+
+
+def _check_unknown_fields(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    for path in task.record.unknown_fields():
+        yield "warning", path, "field is not part of the IWR-Bench format (kept, but unused)"
+
+
+def _image_size(path: Path) -> tuple[int, int] | None:
+    try:
+        with Image.open(path) as img:
+            img.verify()
+        with Image.open(path) as img:
+            return img.size
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError):
+        return None

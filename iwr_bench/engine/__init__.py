@@ -1,0 +1,1 @@
+"""Scheduling, limits, the run store and the event stream."""

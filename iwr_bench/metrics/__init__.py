@@ -1,0 +1,1 @@
+"""Pure functions of images and text: OCR, embeddings, hashes, scores."""

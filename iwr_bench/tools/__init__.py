@@ -1,0 +1,1 @@
+"""Browser sandbox and the tools agents use to act on pages."""

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs everything iwr-bench needs on a fresh Debian machine: apt packages (Chromium, fonts),
+# a virtualenv in .venv and the pinned Python packages. Quick when nothing changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(chromium fonts-dejavu-core fonts-liberation)
+VENV=.venv
+STAMP="$VENV/.setup-stamp"
+
+say() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  command -v apt-get >/dev/null || die "needs ${missing[*]} but apt-get is not available; install them with your package manager and rerun"
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || die "needs ${missing[*]}; run as root or install them first: apt-get install -y ${missing[*]}"
+    SUDO=sudo
+  else
+    SUDO=
+  fi
+  say "installing ${missing[*]} with apt-get"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-$(command -v python3.11 || true)}
+[[ -n "$PY" ]] || die "needs Python 3.11 (python3.11 not found); set PYTHON=/path/to/python3.11"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  say "creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+
+want=$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && "$VENV/bin/python" -c "import iwr_bench" 2>/dev/null; then
+  exit 0
+fi
+say "installing Python packages (one resolver pass, pinned by requirements.lock)"
+"$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
+# torch comes as the CPU wheel (torch==2.13.0+cpu); see README for GPU machines.
+"$VENV/bin/python" -m pip install -q -c requirements.lock -e ".[dev]"
+echo "$want" > "$STAMP"
+say "done"

@@ -1,0 +1,11 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run async tests on asyncio (textual and browser-use need it)."""
+    return "asyncio"
