@@ -1,0 +1,159 @@
+"""Registered image-pair metrics: each maps (reference, candidate) pairs to similarities in [0, 1].
+
+The heavy work runs on a worker thread (``anyio.to_thread``), never on the event loop; set
+``metric.limiter`` to the engine's named "metric workers" limit to bound how many run at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from importlib.metadata import version
+from typing import Protocol
+
+import anyio
+import anyio.to_thread
+from PIL import Image
+
+from iwr_bench.metrics.backend import Backend
+from iwr_bench.metrics.embed import (
+    DINO_DEFAULT,
+    ClipEmbedder,
+    DinoEmbedder,
+    EffNetLite0Embedder,
+    EmbedderUnavailable,
+    ImageEmbedder,
+    pair_cosines,
+)
+from iwr_bench.metrics.hashing import phash_similarity, pixel_digest
+from iwr_bench.metrics.ocr import EasyOcr
+from iwr_bench.metrics.text import text_similarity
+from iwr_bench.registry import register
+
+Pair = tuple[Image.Image, Image.Image]
+
+
+class PairMetric(Protocol):
+    """A similarity between a reference image and a candidate image."""
+
+    @property
+    def backend(self) -> Backend:
+        """What computes it."""
+        ...
+
+    async def __call__(self, pairs: Sequence[Pair]) -> list[float]:
+        """One similarity in [0, 1] per pair, in order."""
+        ...
+
+
+class ThreadedMetric:
+    """Runs a synchronous batch function on a worker thread."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        batch: Callable[[Sequence[Pair]], list[float]],
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> None:
+        self._backend = backend
+        self._batch = batch
+        self.limiter = limiter
+
+    @property
+    def backend(self) -> Backend:
+        """What computes it."""
+        return self._backend
+
+    async def __call__(self, pairs: Sequence[Pair]) -> list[float]:
+        """Similarities of the pairs, computed off the event loop."""
+        if not pairs:
+            return []
+        return await anyio.to_thread.run_sync(self._batch, list(pairs), limiter=self.limiter)
+
+
+class CachedMetric:
+    """Reuses values for pairs whose pixels were seen before (identical screenshots are common)."""
+
+    def __init__(self, inner: PairMetric) -> None:
+        self.inner = inner
+        self._values: dict[tuple[str, str], float] = {}
+        self.hits = 0
+
+    @property
+    def backend(self) -> Backend:
+        """What computes it."""
+        return self.inner.backend
+
+    async def __call__(self, pairs: Sequence[Pair]) -> list[float]:
+        """Similarities, computing only pairs not already known."""
+        keys = [(pixel_digest(a), pixel_digest(b)) for a, b in pairs]
+        todo = {k: p for k, p in zip(keys, pairs, strict=True) if k not in self._values}
+        self.hits += len(pairs) - len(todo)
+        if todo:
+            for key, value in zip(todo, await self.inner(list(todo.values())), strict=True):
+                self._values[key] = value
+        return [self._values[k] for k in keys]
+
+
+def _embedding_metric(embedder: ImageEmbedder) -> ThreadedMetric:
+    def batch(pairs: Sequence[Pair]) -> list[float]:
+        return pair_cosines(embedder, [a for a, _ in pairs], [b for _, b in pairs])
+
+    return ThreadedMetric(embedder.backend, batch)
+
+
+@register("metric", "ocr")
+def ocr_metric(device: str = "auto") -> ThreadedMetric:
+    """EasyOCR text similarity (1 - normalised Levenshtein)."""
+    reader = EasyOcr(device=device)
+
+    def batch(pairs: Sequence[Pair]) -> list[float]:
+        return [text_similarity(reader.read(a), reader.read(b)) for a, b in pairs]
+
+    return ThreadedMetric(reader.backend, batch)
+
+
+@register("metric", "dino")
+def dino_metric(
+    model: str = DINO_DEFAULT,
+    device: str = "auto",
+    fallback: str | None = "effnet-lite0",
+) -> ThreadedMetric:
+    """DINOv2 CLS cosine; when its weights cannot load and ``fallback`` is set, a labelled substitute."""
+    embedder: ImageEmbedder = DinoEmbedder(model, device=device)
+    try:
+        embedder.load()
+    except EmbedderUnavailable as exc:
+        if fallback != "effnet-lite0":
+            raise
+        substitute = EffNetLite0Embedder(device=device)
+        metric = _embedding_metric(substitute)
+        metric.backend.note = f"{substitute.backend.note}: {str(exc).splitlines()[0][:200]}"
+        return metric
+    return _embedding_metric(embedder)
+
+
+@register("metric", "effnet-lite0")
+def effnet_metric(device: str = "auto") -> ThreadedMetric:
+    """ImageNet EfficientNet-Lite0 feature cosine (offline DINO substitute)."""
+    return _embedding_metric(EffNetLite0Embedder(device=device))
+
+
+@register("metric", "clip")
+def clip_metric(
+    model: str = "ViT-B-32",
+    pretrained: str = "laion2b_s34b_b79k",
+    device: str = "auto",
+) -> ThreadedMetric:
+    """open_clip image-image cosine from a pretrained tag or a local checkpoint."""
+    return _embedding_metric(ClipEmbedder(model, pretrained, device=device))
+
+
+@register("metric", "phash")
+def phash_metric(hash_size: int = 16) -> ThreadedMetric:
+    """Perceptual-hash similarity (1 - normalised Hamming distance)."""
+
+    def batch(pairs: Sequence[Pair]) -> list[float]:
+        return [phash_similarity(a, b, hash_size) for a, b in pairs]
+
+    backend = Backend(metric="phash", engine=f"imagehash {version('imagehash')}", model=f"phash-{hash_size}")
+    return ThreadedMetric(backend, batch)
