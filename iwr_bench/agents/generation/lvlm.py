@@ -1,0 +1,266 @@
+"""The vision-language-model generator: sample, prompt, call (through wrappers), post-process."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import anyio
+import anyio.to_thread
+from pydantic_ai import BinaryContent
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
+from pydantic_ai.models import Model
+
+from iwr_bench.agents.generation.calls import AgentCaller, Caller, ModelAnswer, ModelCall
+from iwr_bench.agents.generation.config import ModelConfig
+from iwr_bench.agents.generation.errors import FailureKind, GenerationError
+from iwr_bench.agents.generation.models import accepts_video, build_model
+from iwr_bench.agents.generation.postprocess import DEFAULT_ASSET_BASE, postprocess
+from iwr_bench.agents.generation.prompt import build_content, encode_image, encode_sheets, render_instructions
+from iwr_bench.agents.generation.records import CallUsage, ErrorInfo, GenerationResult, ImageCounts
+from iwr_bench.agents.generation.wrappers import (
+    Budget,
+    BudgetedCaller,
+    CachingCaller,
+    ResponseCache,
+    RetryingCaller,
+    RetryPolicy,
+    classify,
+)
+from iwr_bench.dataset.frames import (
+    DEFAULT_FPS,
+    SampledFrames,
+    SamplingIdentity,
+    VideoError,
+    file_sha256,
+    plan_images,
+    sample_frames,
+)
+from iwr_bench.dataset.layout import Task
+from iwr_bench.registry import register
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Prepared:
+    call: ModelCall
+    images: ImageCounts
+    sampling: SamplingIdentity | None
+    instructions_sha256: str
+
+
+class LVLMGenerator:
+    """Generates a page with a vision-language model behind a :class:`Caller` stack."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        caller: Caller,
+        *,
+        model: Model | None = None,
+        asset_base: str = DEFAULT_ASSET_BASE,
+        fps: float = DEFAULT_FPS,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.caller = caller
+        self.model = model
+        self.native_video = config.native_video and model is not None and accepts_video(model)
+        self.asset_base = asset_base
+        self.fps = fps
+
+    async def __aenter__(self) -> Self:
+        """Open the model's HTTP client for a run of calls (closed again on exit)."""
+        if self.model is not None:
+            await self.model.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the model's HTTP client if this generator opened it."""
+        if self.model is not None:
+            await self.model.__aexit__(None, None, None)
+
+    async def __call__(self, task: Task) -> GenerationResult:
+        """Generate one page; every failure becomes a recorded result."""
+        start = time.monotonic()
+        base = GenerationResult(
+            task_id=task.id,
+            generator="lvlm",
+            model=self.name,
+            settings=self.config.model_settings(),
+            asset_base=self.asset_base,
+        )
+        try:
+            prepared = await self._prepare(task)
+        except VideoError as exc:
+            return _failed(base, FailureKind.video_error, exc, start)
+        base.images = prepared.images
+        base.sampling = prepared.sampling
+        base.instructions_sha256 = prepared.instructions_sha256
+        try:
+            answer = await self.caller(prepared.call)
+        except GenerationError as exc:
+            return _failed(base, exc.kind, exc, start, attempts=exc.attempts)
+        except (ModelAPIError, UnexpectedModelBehavior, TimeoutError) as exc:
+            return _failed(base, classify(exc), exc, start, attempts=1)
+        except Exception as exc:
+            log.exception("generation of task %s with %s failed", task.id, self.name)
+            return _failed(base, FailureKind.internal_error, exc, start)
+        return self._finish(base, answer, start)
+
+    def _finish(self, base: GenerationResult, answer: ModelAnswer, start: float) -> GenerationResult:
+        page = postprocess(answer.text, self.asset_base)
+        if answer.finish_reason == "length":
+            status: Literal["ok", "empty", "truncated"] = "truncated"
+        elif not answer.text.strip():
+            status = "empty"
+        else:
+            status = "ok"
+        return base.model_copy(
+            update={
+                "status": status,
+                "html": page,
+                "raw": answer.text,
+                "usage": answer.usage,
+                "cache_hit": answer.cache_hit,
+                "attempts": 0 if answer.cache_hit else answer.attempts,
+                "finish_reason": answer.finish_reason,
+                "latency_s": time.monotonic() - start,
+            }
+        )
+
+    async def _prepare(self, task: Task) -> _Prepared:
+        cfg = self.config
+        plan = plan_images(len(task.sheet_files), cfg.image_budget, cfg.frame_cap)
+        sheets_paths = task.sheet_files[: plan.sheets]
+        if plan.sheets < len(task.sheet_files):
+            n = len(task.sheet_files)
+            log.warning("task %s: %s sends only %d of %d sheets", task.id, self.name, plan.sheets, n)
+        sheets = await anyio.to_thread.run_sync(encode_sheets, sheets_paths, cfg.max_image_side)
+        sampling: SamplingIdentity | None = None
+        video_parts: list[BinaryContent] = []
+        mode: Literal["frames", "native", "none"]
+        if plan.frames == 0:
+            mode, video_key = "none", "none"
+        elif self.native_video:
+            mode = "native"
+            video_key = await anyio.to_thread.run_sync(_video_sha, task.video)
+            data = await anyio.to_thread.run_sync(task.video.read_bytes)
+            video_parts = [BinaryContent(data, media_type="video/mp4")]
+        else:
+            mode = "frames"
+            sampled = await anyio.to_thread.run_sync(sample_frames, task.video, self.fps, plan.frames)
+            sampling, video_key = sampled.identity, sampled.identity.key()
+            video_parts = await anyio.to_thread.run_sync(self._encode_frames, sampled)
+        instructions = render_instructions(task.resolution, len(video_parts), mode)
+        instructions_sha = hashlib.sha256(instructions.encode()).hexdigest()
+        sheet_digests = await anyio.to_thread.run_sync(lambda: [file_sha256(p) for p in sheets_paths])
+        key_parts: dict[str, Any] = {
+            "endpoint": cfg.base_url,
+            "model_id": cfg.server_model_id if cfg.base_url else None,
+            "instructions": instructions_sha,
+            "video": video_key,
+            "video_mode": mode,
+            "sheets": sheet_digests,
+            "max_image_side": cfg.max_image_side,
+            "frame_format": cfg.frame_format,
+        }
+        call = ModelCall(
+            model_name=cfg.name,
+            content=build_content(instructions, sheets, video_parts),
+            settings=cfg.model_settings(),
+            key_parts=key_parts,
+        )
+        images = ImageCounts(
+            sheets=len(sheets),
+            sheets_available=len(task.sheet_files),
+            frames=len(video_parts) if mode == "frames" else 0,
+            video=mode,
+            max_image_side=cfg.max_image_side,
+        )
+        return _Prepared(call=call, images=images, sampling=sampling, instructions_sha256=instructions_sha)
+
+    def _encode_frames(self, sampled: SampledFrames) -> list[BinaryContent]:
+        cfg = self.config
+        return [encode_image(f.image, cfg.max_image_side, cfg.frame_format) for f in sampled.frames]
+
+
+def _video_sha(path: Path) -> str:
+    if not path.is_file():
+        raise VideoError(f"{path} does not exist")
+    return file_sha256(path)
+
+
+def _failed(
+    base: GenerationResult, kind: FailureKind, exc: BaseException, start: float, *, attempts: int = 0
+) -> GenerationResult:
+    """A failed result: an empty page, scored 0, with the error recorded."""
+    return base.model_copy(
+        update={
+            "status": "failed",
+            "error": ErrorInfo(kind=kind, type=type(exc).__name__, message=str(exc)),
+            "html": "",
+            "usage": CallUsage(),
+            "attempts": attempts,
+            "latency_s": time.monotonic() - start,
+        }
+    )
+
+
+def build_caller(
+    config: ModelConfig,
+    model: Model,
+    *,
+    cache: ResponseCache | None = None,
+    budget: Budget | None = None,
+    retry: RetryPolicy | None = None,
+) -> Caller:
+    """The caller stack for one model: cache -> budget -> retries -> pydantic-ai agent."""
+    policy = retry or RetryPolicy(retries=config.retries, attempt_timeout=config.timeout * 1.5 + 5)
+    caller: Caller = RetryingCaller(AgentCaller(model, price=config.price), policy)
+    if budget is not None:
+        caller = BudgetedCaller(caller, budget)
+    if cache is not None:
+        caller = CachingCaller(caller, cache)
+    return caller
+
+
+def build_generator(
+    config: ModelConfig,
+    *,
+    cache: ResponseCache | None = None,
+    budget: Budget | None = None,
+    retry: RetryPolicy | None = None,
+    asset_base: str = DEFAULT_ASSET_BASE,
+    model: Model | None = None,
+) -> LVLMGenerator:
+    """A ready generator for ``config`` (the engine's entry point).
+
+    ``budget`` may be shared by every model of a run. ``model`` replaces the one ``config``
+    names (tests pass a ``FunctionModel``).
+
+    Raises:
+        UserError: for an unknown or uninstalled provider or a missing API key (before any call).
+    """
+    model = model or build_model(config)
+    caller = build_caller(config, model, cache=cache, budget=budget, retry=retry)
+    return LVLMGenerator(config, caller, model=model, asset_base=asset_base)
+
+
+@register("generator", "lvlm")
+def lvlm(
+    model: dict[str, Any] | str,
+    cache_dir: str | None = None,
+    budget_usd: float | None = None,
+    asset_base: str = DEFAULT_ASSET_BASE,
+) -> LVLMGenerator:
+    """Registered factory: a model config (a ``[[models]]`` table, or just a name) to a generator."""
+    config = ModelConfig(name=model) if isinstance(model, str) else ModelConfig.model_validate(model)
+    cache = ResponseCache(Path(cache_dir)) if cache_dir else None
+    budget = Budget(budget_usd) if budget_usd is not None else None
+    return build_generator(config, cache=cache, budget=budget, asset_base=asset_base)

@@ -1,0 +1,76 @@
+"""Turn a model's answer into the page that is judged (protocol.md section 2).
+
+Steps, in order: take the first ```html block (else the whole text), remove every ``<iframe>``,
+strip stray fence lines, and replace the asset placeholder prefix.
+
+Asset location: by default the placeholder becomes the relative prefix ``assets/``, so the page
+expects the task's asset files at ``<page folder>/assets/<filename>``; the judge's page server
+mounts the task's ``assets/`` folder there (it does not copy files into the results tree). Pass
+another ``asset_base`` (e.g. an absolute ``file://`` URI, or :data:`PLACEHOLDER` to keep it) where
+pages are opened some other way.
+"""
+
+from __future__ import annotations
+
+import re
+
+PLACEHOLDER = "__PLACEHOLDER_ASSETS_BASE_DIR__"
+DEFAULT_ASSET_BASE = "assets"
+
+# An opening fence of 3+ backticks tagged html; the block ends at a line holding only a fence at
+# least as long, or at the end of the text (a truncated answer).
+_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,})[ \t]*html\b[^\n]*\n", re.IGNORECASE | re.MULTILINE)
+_IFRAME_PAIRED = re.compile(
+    r"<iframe\b[^>]*?(?<!/)>(?:(?!<iframe\b).)*?</iframe\s*>", re.IGNORECASE | re.DOTALL
+)
+_IFRAME_TAG = re.compile(r"<iframe\b[^>]*>", re.IGNORECASE | re.DOTALL)
+_IFRAME_CLOSE = re.compile(r"</iframe\s*>", re.IGNORECASE)
+_IFRAME_UNTERMINATED = re.compile(r"<iframe\b[^>]*$", re.IGNORECASE | re.DOTALL)
+_STRAY_FENCE = re.compile(r"^[ \t]*`{3,}[\w+-]*[ \t]*\n?", re.MULTILINE)
+_PLACEHOLDER_REF = re.compile(r"(?:\.{0,2}/)?" + PLACEHOLDER + r"/*")
+
+
+def extract_html(answer: str) -> str:
+    """The first ```html block of ``answer``, or the whole answer when it has none."""
+    m = _OPEN.search(answer)
+    if m is None:
+        return answer
+    fence = m.group("fence")
+    close = re.compile(r"^[ \t]*" + fence + r"`*[ \t]*$", re.MULTILINE)
+    end = close.search(answer, m.end())
+    return answer[m.end() : end.start()] if end else answer[m.end() :]
+
+
+def remove_iframes(html: str) -> str:
+    """Remove every ``<iframe>``: paired (with content), self-closing, unclosed, and stray closers."""
+    html = _IFRAME_PAIRED.sub("", html)
+    html = _IFRAME_TAG.sub("", html)
+    html = _IFRAME_CLOSE.sub("", html)
+    return _IFRAME_UNTERMINATED.sub("", html)
+
+
+def strip_fences(html: str) -> str:
+    """Remove lines that are only a Markdown code fence."""
+    return _STRAY_FENCE.sub("", html)
+
+
+def resolve_assets(html: str, asset_base: str = DEFAULT_ASSET_BASE) -> str:
+    """Replace the placeholder prefix (also inside CSS ``url()`` and ``srcset``) with ``asset_base``.
+
+    ``./__PLACEHOLDER__/a.png``, ``/__PLACEHOLDER__/a.png`` and ``__PLACEHOLDER__//a.png`` all become
+    ``<asset_base>/a.png``.
+    """
+    if asset_base == PLACEHOLDER:
+        return html
+    base = asset_base.rstrip("/")
+    prefix = f"{base}/" if base else ""
+    return _PLACEHOLDER_REF.sub(lambda _m: prefix, html)
+
+
+def postprocess(answer: str, asset_base: str = DEFAULT_ASSET_BASE) -> str:
+    """The page to judge for a raw model answer; an empty answer gives an empty page."""
+    html = extract_html(answer)
+    html = remove_iframes(html)
+    html = strip_fences(html)
+    html = resolve_assets(html, asset_base)
+    return html.strip() + "\n" if html.strip() else ""

@@ -1,0 +1,132 @@
+"""``iwr generate``: write one page per task and model into the official results tree."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from iwr_bench.agents.generation import (
+    BASELINES,
+    Budget,
+    GenerationResult,
+    Generator,
+    ModelConfig,
+    ResponseCache,
+    RunFile,
+    build_generator,
+    load_run_file,
+    opened,
+    totals,
+    write_result,
+)
+from iwr_bench.cli._common import Subparsers
+from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.errors import UserError
+from iwr_bench.registry import create
+
+DEFAULT_CACHE = Path(os.environ.get("IWR_BENCH_CACHE", "~/.cache/iwr-bench/responses")).expanduser()
+
+
+def register(sub: Subparsers) -> None:
+    """Add ``iwr generate``."""
+    p = sub.add_parser("generate", help="generate pages with models or baselines")
+    p.add_argument("--tasks", type=Path, required=True, help="dataset root, .jsonl file or one task folder")
+    p.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="pydantic-ai model name (openai:gpt-4o), a [[models]] name from --config, "
+        f"or a baseline ({', '.join(BASELINES)}); repeatable",
+    )
+    p.add_argument("--out", type=Path, required=True, help="results folder: <out>/<id>/<model>/index.html")
+    p.add_argument("--config", type=Path, default=None, help="TOML run file with [[models]] tables")
+    p.add_argument("--no-cache", action="store_true", help="always call the model; do not read the cache")
+    p.add_argument(
+        "--cache-dir", type=Path, default=DEFAULT_CACHE, help=f"response cache (default {DEFAULT_CACHE})"
+    )
+    p.add_argument("--budget", type=float, default=None, metavar="USD", help="stop new model calls past this")
+    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="generations at once (default 4)")
+    p.add_argument(
+        "--asset-base",
+        default="assets",
+        help="what the asset placeholder becomes (default 'assets': the judge serves task assets there)",
+    )
+    p.set_defaults(func=cmd_generate)
+
+
+def build_generators(args: argparse.Namespace, budget: Budget) -> list[Generator]:
+    """One generator per ``--model``, all built before any call (so key errors come first).
+
+    Raises:
+        UserError: for an unknown model, a missing key or a bad run file.
+    """
+    run = load_run_file(args.config) if args.config else RunFile()
+    cache = None if args.no_cache else ResponseCache(args.cache_dir)
+    generators: list[Generator] = []
+    for name in dict.fromkeys(args.model):
+        config = run.find(name)
+        if config is None and name in BASELINES:
+            extra = {"asset_base": args.asset_base} if name == "oracle" else {}
+            generator, _spec = create("generator", name, **extra)
+            generators.append(generator)
+            continue
+        config = config or ModelConfig(name=name)
+        generators.append(build_generator(config, cache=cache, budget=budget, asset_base=args.asset_base))
+    return generators
+
+
+async def run_all(
+    tasks: list[Task], generators: list[Generator], out: Path, concurrency: int
+) -> list[GenerationResult]:
+    """Generate every (task, generator) pair, writing each result as soon as it is done."""
+    limiter = anyio.CapacityLimiter(concurrency)
+    results: list[GenerationResult] = []
+
+    async def one(task: Task, generator: Generator) -> None:
+        async with limiter:
+            result = await generator(task)
+        await anyio.to_thread.run_sync(write_result, out, result)
+        results.append(result)
+
+    async with opened(generators), anyio.create_task_group() as tg:
+        for task in tasks:
+            for generator in generators:
+                tg.start_soon(one, task, generator)
+    order = {(t.id, g.name): i for i, (t, g) in enumerate((t, g) for t in tasks for g in generators)}
+    return sorted(results, key=lambda r: order.get((r.task_id, r.model), 0))
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Generate, then print a per-model summary; failed generations are recorded, not fatal."""
+    if args.concurrency < 1:
+        raise UserError("--concurrency must be at least 1")
+    if args.budget is not None and args.budget < 0:
+        raise UserError("--budget must not be negative")
+    task_set = load_tasks(args.tasks)
+    if not task_set.tasks:
+        raise UserError(f"{args.tasks} holds no readable task (run `iwr tasks validate {args.tasks}`)")
+    budget = Budget(args.budget)
+    generators = build_generators(args, budget)
+    results = anyio.run(run_all, task_set.tasks, generators, args.out, args.concurrency)
+    print_summary(results, budget, args.out)
+    return 0
+
+
+def print_summary(results: list[GenerationResult], budget: Budget, out: Path) -> None:
+    """One line per model plus the run total."""
+    spent = 0.0
+    for t in totals(results).values():
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(t.failures.items()))
+        price = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced} unpriced)" if t.unpriced else "")
+        print(
+            f"{t.model}: {t.tasks} task(s), {t.ok} ok, {t.failed} failed{f' ({fails})' if fails else ''}, "
+            f"{t.cache_hits} cached, {t.input_tokens}+{t.output_tokens} tokens, {price}"
+        )
+        spent += t.cost_usd
+    cap = f" of ${budget.limit_usd:.4f} budget" if budget.limit_usd is not None else ""
+    print(f"total: {len(results)} generation(s), ${spent:.4f} spent{cap}; pages under {out}")

@@ -1,0 +1,89 @@
+"""``iwr generate`` end to end, in process: baselines, and a configured model on the fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from fake_openai import FakeOpenAI, serve
+
+from iwr_bench.agents.generation import read_record
+from iwr_bench.cli import main
+
+
+@pytest.fixture
+def threaded_fake(allow_requests: None) -> Iterator[FakeOpenAI]:
+    """The fake server on its own event loop thread (the CLI runs its own loop)."""
+    with (
+        start_blocking_portal("asyncio") as portal,
+        portal.wrap_async_context_manager(serve(FakeOpenAI())) as fake,
+    ):
+        yield fake
+
+
+def test_generate_baselines(tasks_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ref = tasks_root / "data" / "2" / "reference"
+    ref.mkdir()
+    (ref / "index.html").write_text("<html>ref</html>", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["generate", "--tasks", str(tasks_root), "--out", str(out), "--no-cache"]
+    rc = main([*argv, "--model", "oracle", "--model", "screenshot", "--model", "blank"])
+    assert rc == 0
+    for task_id in (1, 2):
+        for model in ("oracle", "screenshot", "blank"):
+            folder = out / str(task_id) / model
+            assert (folder / "index.html").is_file()
+            record = json.loads((folder / "generation.json").read_text(encoding="utf-8"))
+            assert record["task_id"] == task_id and record["model"] == model and "html" not in record
+    assert (out / "2" / "oracle" / "index.html").read_text(encoding="utf-8") == "<html>ref</html>"
+    assert read_record(out / "1" / "oracle").error is not None  # no reference: recorded, page empty
+    assert (out / "1" / "oracle" / "index.html").read_text(encoding="utf-8") == ""
+    assert (out / "1" / "screenshot" / "index.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    text = capsys.readouterr().out
+    assert "oracle: 2 task(s), 1 ok, 1 failed (no_reference 1)" in text
+    assert "total: 6 generation(s)" in text
+
+
+def test_generate_with_a_configured_server_model_cache_and_budget(
+    threaded_fake: FakeOpenAI, tasks_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run.toml"
+    run.write_text(
+        f'[[models]]\nname = "vllm:gpt-4o"\nbase_url = "{threaded_fake.url}"\n'
+        "image_budget = 4\nretries = 0\n",
+        encoding="utf-8",
+    )
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    argv = ["generate", "--tasks", str(tasks_root), "--model", "vllm:gpt-4o", "--out", str(out)]
+    argv += ["--config", str(run), "--cache-dir", str(cache), "--concurrency", "1"]
+    # Each answer costs $0.0075 (gpt-4o prices): a $0.005 budget allows the first call only.
+    assert main([*argv, "--budget", "0.005"]) == 0
+    assert len(threaded_fake.requests) == 1
+    records = [read_record(out / str(i) / "vllm_gpt-4o") for i in (1, 2)]
+    assert [r.status for r in records] == ["ok", "failed"]
+    assert records[1].error is not None and records[1].error.kind == "budget_exhausted"
+    assert (out / "1" / "vllm_gpt-4o" / "raw.txt").read_text(encoding="utf-8").startswith("```html")
+    assert records[0].images.sheets + records[0].images.frames <= 4
+    assert "budget_exhausted 1" in capsys.readouterr().out
+
+    # Rerun without a budget: task 1 comes from the cache, only task 2 is requested.
+    assert main(argv) == 0
+    assert len(threaded_fake.requests) == 2
+    assert read_record(out / "1" / "vllm_gpt-4o").cache_hit
+    # Once more: nothing is requested; --no-cache requests everything again.
+    assert main(argv) == 0
+    assert len(threaded_fake.requests) == 2
+    assert main([*argv, "--no-cache"]) == 0
+    assert len(threaded_fake.requests) == 4
+
+
+def test_generate_user_errors(tasks_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    base = ["generate", "--tasks", str(tasks_root), "--out", str(tmp_path / "o")]
+    assert main([*base, "--model", "openai:gpt-4o"]) == 2
+    assert main([*base, "--model", "nosuch:thing"]) == 2
+    assert main([*base, "--model", "blank", "--concurrency", "0"]) == 2
+    assert not (tmp_path / "o").exists()
