@@ -1,0 +1,342 @@
+"""The :class:`~iwr_bench.tools.browser.Browser` implementation on browser-use and Debian's Chromium.
+
+browser-use launches and kills the Chromium process (``BrowserSession`` with our ``BrowserProfile``).
+Its agent-oriented session manager is switched off for our tabs: with it attached, a page's
+``window.open`` stalled the opener's renderer for more than 5 s, and its dialog watchdog raced our
+own answers. The sandbox therefore speaks CDP over a dedicated cdp-use connection (browser-use's
+CDP library, the pattern its own integrations use), with browser-level auto-attach paused on start,
+so every new target is held until it is set up (tabs) or closed without running (popups).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, suppress
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from cdp_use import CDPClient
+
+from iwr_bench.tools._browser_use import BrowserProfile, BrowserSession
+from iwr_bench.tools.browser import CHROMIUM_FLAGS, BrowserConfig, TabSetup
+from iwr_bench.tools.errors import BrowserStartError, PageFailure
+from iwr_bench.tools.scripts import init_script
+from iwr_bench.tools.tab import CdpTab
+
+_Handler = Callable[[Mapping[str, Any], str | None], None]
+
+
+class ChromiumBrowser:
+    """One Chromium process with a tab per job, each in its own browser context."""
+
+    def __init__(self, config: BrowserConfig | None = None) -> None:
+        self.config = config or BrowserConfig()
+        self._session: BrowserSession | None = None
+        self._client: CDPClient | None = None
+        self._profile_dir: str | None = None
+        self._stack: AsyncExitStack | None = None
+        self._tg: TaskGroup | None = None
+        self._tabs: dict[str, CdpTab] = {}
+        self._by_target: dict[str, CdpTab] = {}
+        self._by_context: dict[str, CdpTab] = {}
+        self._pending_contexts: set[str] = set()
+        self._attached: dict[str, str] = {}
+        self._attach_waiters: dict[str, anyio.Event] = {}
+        self._popups: dict[str, CdpTab] = {}
+        self.launches = 0
+
+    # ----- lifecycle ---------------------------------------------------------------------------
+    async def __aenter__(self) -> ChromiumBrowser:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def start(self, *, launch: bool = True) -> None:
+        """Open the background task group (in the calling task) and, unless told not to, launch Chromium.
+
+        :meth:`aclose` must run in the same task as this call.
+        """
+        if self._stack is None:
+            stack = AsyncExitStack()
+            self._tg = await stack.enter_async_context(anyio.create_task_group())
+            self._stack = stack
+        if launch:
+            await self.launch()
+
+    async def launch(self) -> None:
+        """Launch Chromium (after ``start(launch=False)``)."""
+        await self._launch()
+
+    def _spawn(self, func: Callable[[], Awaitable[None]]) -> None:
+        if self._tg is not None:
+            self._tg.start_soon(func)
+
+    async def _launch(self) -> None:
+        self._profile_dir = tempfile.mkdtemp(prefix="iwr-chromium-")
+        args = [
+            *CHROMIUM_FLAGS,
+            f"--js-flags=--max-old-space-size={self.config.js_heap_mb}",
+            *self.config.extra_args,
+        ]
+        profile = BrowserProfile(
+            executable_path=self.config.executable,
+            headless=True,
+            chromium_sandbox=False,
+            user_data_dir=self._profile_dir,
+            enable_default_extensions=False,
+            highlight_elements=False,
+            args=args,
+        )
+        session = BrowserSession(browser_profile=profile)
+        try:
+            with anyio.fail_after(self.config.start_timeout):
+                await session.start()
+                # Stop browser-use's session manager from attaching to (and fighting over) our targets.
+                await session.cdp_client.send.Target.setAutoAttach(
+                    params={"autoAttach": False, "waitForDebuggerOnStart": False, "flatten": True}
+                )
+                url = session.cdp_url
+                if url is None:
+                    raise BrowserStartError("Chromium started without a CDP URL")
+                client = CDPClient(url, max_ws_frame_size=256 * 1024 * 1024)
+                await client.start()
+        except (TimeoutError, RuntimeError, OSError) as exc:
+            await self._kill_session(session)
+            raise BrowserStartError(f"could not start Chromium at {self.config.executable}: {exc}") from exc
+        self._session, self._client = session, client
+        self._register(client)
+        await client.send.Target.setDiscoverTargets(params={"discover": True})
+        await client.send.Target.setAutoAttach(
+            params={"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+        )
+        self.launches += 1
+
+    async def _kill_session(self, session: BrowserSession) -> None:
+        with anyio.move_on_after(10):
+            try:
+                await session.kill()
+            except (RuntimeError, OSError, TimeoutError):
+                return
+
+    async def _shutdown(self) -> None:
+        for tab in list(self._tabs.values()):
+            tab.fail(PageFailure("browser_crashed", "the browser was restarted"))
+        self._tabs.clear()
+        self._by_target.clear()
+        self._by_context.clear()
+        self._pending_contexts.clear()
+        self._attached.clear()
+        self._attach_waiters.clear()
+        self._popups.clear()
+        client, self._client = self._client, None
+        if client is not None:
+            with anyio.move_on_after(5):
+                with suppress(RuntimeError, OSError, ConnectionError):
+                    await client.stop()
+        session, self._session = self._session, None
+        if session is not None:
+            await self._kill_session(session)
+        if self._profile_dir is not None:
+            shutil.rmtree(self._profile_dir, ignore_errors=True)
+            self._profile_dir = None
+
+    async def restart(self) -> None:
+        """Kill Chromium and start a fresh one."""
+        await self._shutdown()
+        await self._launch()
+
+    async def healthy(self) -> bool:
+        """Whether Chromium answers ``Browser.getVersion`` within 2 s."""
+        if self._client is None:
+            return False
+        with anyio.move_on_after(2):
+            try:
+                await self._client.send.Browser.getVersion()
+            except (RuntimeError, ConnectionError):
+                return False
+            return True
+        return False
+
+    async def aclose(self) -> None:
+        """Kill Chromium and stop background tasks."""
+        with anyio.CancelScope(shield=True):
+            await self._shutdown()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+        stack, self._stack, self._tg = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()
+
+    # ----- tabs --------------------------------------------------------------------------------
+    @property
+    def cdp_url(self) -> str:
+        """WebSocket URL of Chromium's DevTools endpoint."""
+        return self.client.url
+
+    @property
+    def client(self) -> CDPClient:
+        """The sandbox's CDP connection."""
+        if self._client is None:
+            raise PageFailure("browser_crashed", "Chromium is not running")
+        return self._client
+
+    async def open_tab(self, setup: TabSetup) -> CdpTab:
+        """Open a held tab in a new browser context, pin it down, then load ``setup.url``."""
+        client = self.client
+        ctx = await client.send.Target.createBrowserContext(params={"disposeOnDetach": True})
+        context_id = ctx["browserContextId"]
+        self._pending_contexts.add(context_id)
+        created = await client.send.Target.createTarget(
+            params={"url": "about:blank", "browserContextId": context_id}
+        )
+        target_id = created["targetId"]
+        try:
+            session_id = await self._wait_attached(target_id)
+        finally:
+            self._pending_contexts.discard(context_id)
+        tab = CdpTab(client, self._spawn, target_id, session_id, context_id, setup.origin)
+        tab.viewport = setup.viewport
+        self._tabs[session_id] = tab
+        self._by_target[target_id] = tab
+        self._by_context[context_id] = tab
+        try:
+            with anyio.fail_after(setup.load_timeout):
+                await self._prepare(tab, setup)
+                await tab.send("Runtime.runIfWaitingForDebugger")
+                reply = await tab.send("Page.navigate", {"url": setup.url})
+                if reply.get("errorText"):
+                    raise PageFailure("load_failed", f"{setup.url}: {reply['errorText']}")
+                await tab.loaded.wait()
+        except TimeoutError:
+            tab.fail(PageFailure("timeout", f"the page did not load within {setup.load_timeout:g} s"))
+        except PageFailure as failure:
+            tab.fail(failure)
+        tab.first_load_done = True
+        if tab.failure is not None:
+            failure = tab.failure
+            if not await self.close_tab(tab, 5.0):
+                await self.restart()
+            raise failure
+        return tab
+
+    async def close_tab(self, tab: CdpTab, grace: float) -> bool:
+        """Close ``tab`` and its context; False if Chromium did not manage it within ``grace``."""
+        closed = await tab.close(grace)
+        self.forget(tab)
+        return closed
+
+    async def _wait_attached(self, target_id: str) -> str:
+        if target_id not in self._attached:
+            waiter = self._attach_waiters.setdefault(target_id, anyio.Event())
+            with anyio.fail_after(10):
+                await waiter.wait()
+        return self._attached.pop(target_id)
+
+    async def _prepare(self, tab: CdpTab, setup: TabSetup) -> None:
+        det = setup.determinism
+        for domain in ("Page", "Runtime", "Log"):
+            await tab.send(f"{domain}.enable")
+        vp = setup.viewport
+        await tab.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": vp.width, "height": vp.height, "deviceScaleFactor": 1, "mobile": False},
+        )
+        await tab.send("Emulation.setTimezoneOverride", {"timezoneId": det.timezone})
+        await tab.send("Emulation.setLocaleOverride", {"locale": det.locale})
+        await tab.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
+        if det.hide_scrollbars:
+            await tab.send("Emulation.setScrollbarsHidden", {"hidden": True})
+        epoch = det.epoch_ms if det.clock == "fixed_start" else None
+        await tab.send(
+            "Page.addScriptToEvaluateOnNewDocument",
+            {"source": init_script(setup.seed, epoch, det.hide_caret)},
+        )
+        await tab.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]})
+
+    def forget(self, tab: CdpTab) -> None:
+        """Drop a closed tab from the event routing."""
+        self._tabs.pop(tab.session_id, None)
+        self._by_target.pop(tab.target_id, None)
+        self._by_context.pop(tab.context_id, None)
+
+    # ----- event routing -----------------------------------------------------------------------
+    def _register(self, client: CDPClient) -> None:
+        reg = client.register
+
+        def per_tab(handler: Callable[[CdpTab, Mapping[str, Any]], None]) -> _Handler:
+            def route(event: Mapping[str, Any], session_id: str | None) -> None:
+                tab = self._tabs.get(session_id or "")
+                if tab is not None:
+                    handler(tab, event)
+
+            return route
+
+        reg.Fetch.requestPaused(self._on_request_paused)
+        reg.Page.javascriptDialogOpening(per_tab(CdpTab.on_dialog))
+        reg.Runtime.consoleAPICalled(per_tab(CdpTab.on_console))
+        reg.Runtime.exceptionThrown(per_tab(CdpTab.on_exception))
+        reg.Log.entryAdded(per_tab(CdpTab.on_log))
+        reg.Page.loadEventFired(per_tab(lambda tab, _event: tab.on_load()))
+        reg.Target.attachedToTarget(self._on_attached)
+        reg.Target.detachedFromTarget(self._on_detached)
+        reg.Target.targetCrashed(self._on_crashed)
+
+    def _on_request_paused(self, event: Mapping[str, Any], session_id: str | None) -> None:
+        key = session_id or ""
+        tab = self._tabs.get(key)
+        if tab is not None:
+            tab.on_request_paused(event)
+            return
+        owner = self._popups.get(key)
+        if owner is not None:
+            owner.on_popup_request(event, key)
+
+    def _on_attached(self, event: Mapping[str, Any], session_id: str | None) -> None:
+        info = event["targetInfo"]
+        target_id, new_session = str(info["targetId"]), str(event["sessionId"])
+        context_id = str(info.get("browserContextId") or "")
+        owner = self._by_context.get(context_id) or self._by_target.get(str(info.get("openerId") or ""))
+        if owner is not None:
+            self._popups[new_session] = owner
+            owner.on_popup(target_id, str(info.get("url", "")), new_session)
+            return
+        if context_id in self._pending_contexts and info.get("type") == "page":
+            self._attached[target_id] = new_session
+            waiter = self._attach_waiters.pop(target_id, None)
+            if waiter is not None:
+                waiter.set()
+            return
+        self._release(new_session)
+
+    def _release(self, session_id: str) -> None:
+        client = self._client
+        if client is None:
+            return
+
+        async def release() -> None:
+            try:
+                await client.send_raw("Runtime.runIfWaitingForDebugger", {}, session_id)
+                await client.send.Target.detachFromTarget(params={"sessionId": session_id})
+            except (RuntimeError, ConnectionError):
+                return
+
+        self._spawn(release)
+
+    def _on_detached(self, event: Mapping[str, Any], session_id: str | None) -> None:
+        self._popups.pop(str(event.get("sessionId", "")), None)
+        tab = self._tabs.get(str(event.get("sessionId", "")))
+        if tab is not None and tab.failure is None:
+            tab.fail(PageFailure("closed", "the tab was detached"))
+
+    def _on_crashed(self, event: Mapping[str, Any], session_id: str | None) -> None:
+        tab = self._by_target.get(str(event.get("targetId", "")))
+        if tab is not None:
+            status = event.get("status", "crashed")
+            tab.fail(
+                PageFailure("page_crashed", f"the renderer {status} (error code {event.get('errorCode')})")
+            )

@@ -1,0 +1,269 @@
+"""Configuration and result models of the browser tools."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_RESOLUTION = re.compile(r"^\s*(\d+)\s*[xX*]\s*(\d+)\s*$")
+
+
+class Viewport(BaseModel):
+    """Size of the page viewport in CSS pixels (device scale factor is always 1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    width: int = Field(default=1280, ge=64, le=7680)
+    """Viewport width."""
+    height: int = Field(default=720, ge=64, le=4320)
+    """Viewport height."""
+
+    @classmethod
+    def parse(cls, text: str) -> Viewport:
+        """Parse ``"1280x720"``; raises ``ValueError`` on anything else."""
+        match = _RESOLUTION.match(text)
+        if match is None:
+            raise ValueError(f"resolution must look like 1280x720, got {text!r}")
+        return cls(width=int(match.group(1)), height=int(match.group(2)))
+
+
+class SettleConfig(BaseModel):
+    """How to wait for a page to settle after loading or acting on it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["stable", "fixed"] = "stable"
+    """``stable``: wait until consecutive screenshots have equal perceptual hashes;
+    ``fixed``: sleep the published waits (1 s after load, 0.5 s after an action, 1 s after a scroll)."""
+    interval: float = Field(default=0.05, gt=0, le=5)
+    """Seconds between screenshots in ``stable`` mode."""
+    stable_frames: int = Field(default=2, ge=2, le=20)
+    """Number of consecutive equal screenshots that count as settled."""
+    max_wait: float = Field(default=3.0, gt=0, le=60)
+    """Upper bound on a ``stable`` wait, in seconds."""
+    after_load: float = Field(default=1.0, ge=0)
+    """``fixed`` mode: sleep after the page loads."""
+    after_action: float = Field(default=0.5, ge=0)
+    """``fixed`` mode: sleep after a click, type, press or hover."""
+    after_scroll: float = Field(default=1.0, ge=0)
+    """``fixed`` mode: sleep after a scroll."""
+
+
+class Limits(BaseModel):
+    """Time and memory bounds of one sandboxed page."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action_timeout: float = Field(default=10.0, gt=0)
+    """Seconds one tool call (action plus settling) may take before the page counts as hung."""
+    load_timeout: float = Field(default=15.0, gt=0)
+    """Seconds the initial load may take."""
+    close_timeout: float = Field(default=5.0, gt=0)
+    """Seconds closing a tab may take before its browser is restarted."""
+    js_heap_mb: int = Field(default=512, ge=64)
+    """V8 old-space cap per renderer (``--js-flags=--max-old-space-size``)."""
+    max_elements: int = Field(default=400, ge=1)
+    """Most interactive elements ``observe`` returns."""
+    max_text_chars: int = Field(default=8000, ge=0)
+    """Most characters of visible text ``observe`` returns."""
+
+
+class Determinism(BaseModel):
+    """What the sandbox pins so that a page renders the same way every time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timezone: str = "UTC"
+    """IANA timezone the page sees."""
+    locale: str = "en-US"
+    """Locale the page sees."""
+    seed: int | None = None
+    """Seed of ``Math.random``; ``None`` derives it from the page's HTML bytes."""
+    clock: Literal["real", "fixed_start"] = "fixed_start"
+    """``fixed_start``: ``Date`` starts at :attr:`epoch_ms` when the document starts and advances
+    with real elapsed time; ``real``: the machine clock."""
+    epoch_ms: int = 1_704_067_200_000
+    """Start of the page clock in ``fixed_start`` mode (2024-01-01T00:00:00Z)."""
+    hide_caret: bool = True
+    """Make the text caret transparent (it blinks and would break screenshot equality)."""
+    hide_scrollbars: bool = True
+    """Hide scrollbars (``Emulation.setScrollbarsHidden``)."""
+
+
+class PageSpec(BaseModel):
+    """One page to open in the sandbox."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page: str
+    """Path of the HTML file, or of a folder holding ``index.html``."""
+    assets_dir: str | None = None
+    """Folder whose files the page refers to as ``__PLACEHOLDER_ASSETS_BASE_DIR__/<file>``."""
+    viewport: Viewport = Viewport()
+    """Viewport size (the task resolution)."""
+
+    @field_validator("page")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("page path is empty")
+        return value
+
+
+class BoundingBox(BaseModel):
+    """A rectangle in viewport CSS pixels."""
+
+    x: float
+    """Left edge."""
+    y: float
+    """Top edge."""
+    width: float
+    """Width."""
+    height: float
+    """Height."""
+
+
+class Element(BaseModel):
+    """One interactive element of the page, as ``observe`` lists it."""
+
+    index: int
+    """Index to pass to ``click``, ``type`` and ``hover``; valid until the next ``observe``."""
+    tag: str
+    """Lower-case tag name."""
+    text: str = ""
+    """Visible text, trimmed and shortened."""
+    role: str | None = None
+    """Explicit or implicit ARIA role."""
+    aria_label: str | None = None
+    """``aria-label`` attribute."""
+    placeholder: str | None = None
+    """``placeholder`` attribute."""
+    input_type: str | None = None
+    """``type`` of an ``input`` element."""
+    href: str | None = None
+    """``href`` of a link."""
+    box: BoundingBox
+    """Bounding box in the viewport."""
+    in_viewport: bool
+    """Whether the box intersects the viewport."""
+
+
+class Observation(BaseModel):
+    """What the page shows: its interactive elements and its visible text."""
+
+    url: str
+    """Current URL."""
+    title: str
+    """``document.title``."""
+    elements: list[Element]
+    """Interactive elements in document order."""
+    elements_truncated: bool = False
+    """True when more elements existed than the limit."""
+    text: str
+    """Visible text of the page (``document.body.innerText``), shortened."""
+    text_truncated: bool = False
+    """True when the text was shortened."""
+
+
+class ActionResult(BaseModel):
+    """Outcome of ``click``, ``type``, ``press`` and ``hover``."""
+
+    action: str
+    """Which tool ran."""
+    detail: str = ""
+    """What it acted on."""
+    settle_seconds: float
+    """Time spent waiting for the page to settle."""
+    settled: bool
+    """False when settling hit its maximum wait (the page kept changing)."""
+
+
+class ScrollResult(ActionResult):
+    """Outcome of ``scroll``."""
+
+    moved_px: float
+    """Pixels the page or its main scroll container actually moved (absolute value)."""
+    target: Literal["document", "container", "none"]
+    """What scrolled."""
+    scroll_x: float
+    """Horizontal position of the target after scrolling."""
+    scroll_y: float
+    """Vertical position of the target after scrolling."""
+
+
+class BlockedRequest(BaseModel):
+    """A request the sandbox refused."""
+
+    url: str
+    """Requested URL (shortened)."""
+    resource_type: str
+    """CDP resource type (Document, Script, Image, Fetch, XHR, ...)."""
+    reason: str
+    """Why it was refused."""
+
+
+class DialogRecord(BaseModel):
+    """A JavaScript dialog the sandbox answered."""
+
+    type: str
+    """alert, confirm, prompt or beforeunload."""
+    message: str
+    """Dialog text."""
+    accepted: bool
+    """How it was answered."""
+
+
+class PopupRecord(BaseModel):
+    """A window the page opened; the sandbox closes it."""
+
+    url: str
+    """URL of the new window when it was created."""
+
+
+class NavigationRecord(BaseModel):
+    """A navigation of the page's main frame after its first load."""
+
+    url: str
+    """Destination."""
+    blocked: bool
+    """True when the sandbox cancelled it (other origin); the page stays where it was."""
+
+
+class ConsoleRecord(BaseModel):
+    """A console error or uncaught page error."""
+
+    source: Literal["console", "log", "exception"]
+    """``console.error``, a browser log entry, or an uncaught exception."""
+    text: str
+    """Message (shortened)."""
+
+
+class PageState(BaseModel):
+    """Where the page is and everything the sandbox has recorded about it."""
+
+    url: str
+    """Current URL."""
+    scroll_x: float
+    """Document horizontal scroll position."""
+    scroll_y: float
+    """Document vertical scroll position."""
+    container_scroll_y: float | None = None
+    """Vertical position of the main scroll container, if the page has one."""
+    viewport: Viewport
+    """Viewport size."""
+    blocked_requests: list[BlockedRequest] = []
+    """Requests refused by the sandbox."""
+    dialogs: list[DialogRecord] = []
+    """Dialogs answered."""
+    popups: list[PopupRecord] = []
+    """Windows opened and closed."""
+    navigations: list[NavigationRecord] = []
+    """Main-frame navigations after the first load."""
+    console_errors: list[ConsoleRecord] = []
+    """Console errors and browser log errors."""
+    page_errors: list[ConsoleRecord] = []
+    """Uncaught exceptions."""
+    failure: str | None = None
+    """Set once the page has failed (timeout, crash)."""

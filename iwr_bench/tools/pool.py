@@ -1,0 +1,140 @@
+"""A pool of sandboxed pages: N concurrent isolated tabs over Chromium processes started once.
+
+``isolation="context"`` (default) runs every tab in its own browser context of one shared Chromium;
+``isolation="browser"`` gives every slot its own Chromium. A browser that stops answering, or whose
+tab could not be closed (a hung renderer), is restarted before its next job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager, nullcontext
+from typing import Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from iwr_bench.tools.browser import BrowserConfig, TabSetup
+from iwr_bench.tools.chromium import ChromiumBrowser
+from iwr_bench.tools.models import Determinism, Limits, PageSpec, SettleConfig
+from iwr_bench.tools.server import PageServer
+from iwr_bench.tools.tab import CdpTab
+from iwr_bench.tools.tools import PageTools
+
+
+class PoolConfig(BaseModel):
+    """Size, isolation and per-page settings of a :class:`PagePool`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    size: int = Field(default=2, ge=1, le=64)
+    """Most pages open at once (the named ``browser pages`` limit)."""
+    isolation: Literal["context", "browser"] = "context"
+    """One Chromium with a context per page, or one Chromium per slot."""
+    browser: BrowserConfig = BrowserConfig()
+    """How to start Chromium."""
+    limits: Limits = Limits()
+    """Timeouts and size limits per page."""
+    settle: SettleConfig = SettleConfig()
+    """How to wait for pages to settle."""
+    determinism: Determinism = Determinism()
+    """Pinned clock, locale, timezone and randomness."""
+
+
+def page_seed(server: PageServer) -> int:
+    """Seed of ``Math.random`` derived from the page's HTML bytes: same page, same sequence."""
+    data = (server.root / server.entry).read_bytes()
+    return int.from_bytes(hashlib.sha256(data).digest()[:4], "big")
+
+
+class PagePool:
+    """Hands out :class:`PageTools` over isolated tabs; use as an async context manager."""
+
+    def __init__(self, config: PoolConfig | None = None) -> None:
+        self.config = config or PoolConfig()
+        count = 1 if self.config.isolation == "context" else self.config.size
+        self.browsers = [
+            ChromiumBrowser(
+                self.config.browser.model_copy(update={"js_heap_mb": self.config.limits.js_heap_mb})
+            )
+            for _ in range(count)
+        ]
+        self.limiter = anyio.CapacityLimiter(self.config.size)
+        self.limiter_name = "browser pages"
+        self._free = list(range(count))
+        self._lock = anyio.Lock()
+        self.restarts = 0
+
+    async def __aenter__(self) -> PagePool:
+        for browser in self.browsers:
+            await browser.start(launch=False)
+        async with anyio.create_task_group() as tg:
+            for browser in self.browsers:
+                tg.start_soon(browser.launch)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for browser in reversed(self.browsers):  # task groups unwind last-in, first-out
+            await browser.aclose()
+
+    async def _take(self) -> int:
+        if self.config.isolation == "context":
+            return 0
+        async with self._lock:
+            return self._free.pop()
+
+    async def _give(self, slot: int) -> None:
+        if self.config.isolation == "browser":
+            async with self._lock:
+                self._free.append(slot)
+
+    async def _ensure(self, browser: ChromiumBrowser) -> None:
+        async with self._lock if self.config.isolation == "context" else nullcontext():
+            if not await browser.healthy():
+                self.restarts += 1
+                await browser.restart()
+
+    @asynccontextmanager
+    async def page(self, spec: PageSpec, *, settle_load: bool = True) -> AsyncGenerator[PageTools]:
+        """Open ``spec`` in a fresh isolated tab and yield its tools; the tab is closed afterwards.
+
+        Raises :class:`~iwr_bench.tools.errors.PageFailure` if the page does not load (it hangs,
+        crashes); the pool stays usable.
+        """
+        async with self.limiter:
+            slot = await self._take()
+            browser = self.browsers[slot]
+            try:
+                async with PageServer(spec.page, spec.assets_dir) as server:
+                    await self._ensure(browser)
+                    setup = TabSetup(
+                        url=server.url,
+                        origin=server.origin,
+                        viewport=spec.viewport,
+                        determinism=self.config.determinism,
+                        seed=self.config.determinism.seed
+                        if self.config.determinism.seed is not None
+                        else page_seed(server),
+                        load_timeout=self.config.limits.load_timeout,
+                    )
+                    tab: CdpTab | None = None
+                    try:
+                        tab = await browser.open_tab(setup)
+                        tools = PageTools(tab, self.config.settle, self.config.limits)
+                        if settle_load:
+                            await tools.wait_settled("load")
+                        yield tools
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await self._close(browser, tab)
+            finally:
+                await self._give(slot)
+
+    async def _close(self, browser: ChromiumBrowser, tab: CdpTab | None) -> None:
+        if tab is not None and await browser.close_tab(tab, self.config.limits.close_timeout):
+            return
+        if tab is None and await browser.healthy():
+            return
+        self.restarts += 1
+        await browser.restart()

@@ -1,0 +1,208 @@
+"""JavaScript the sandbox injects into pages.
+
+The init script runs before any page script (``Page.addScriptToEvaluateOnNewDocument``); the other
+snippets are evaluated on demand. All keep their state under ``window.__iwr__``.
+"""
+
+from __future__ import annotations
+
+import json
+
+_INIT = r"""
+(() => {
+  const cfg = %(cfg)s;
+  const state = { els: [], gen: 0 };
+  Object.defineProperty(window, '__iwr__', { value: state, enumerable: false });
+  // Seeded PRNG (mulberry32): the same page gets the same sequence.
+  let s = cfg.seed >>> 0;
+  Math.random = function random() {
+    s = (s + 0x6D2B79F5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  if (cfg.epoch !== null) {
+    const RealDate = Date;
+    const t0 = performance.now();
+    const now = () => Math.floor(cfg.epoch + performance.now() - t0);
+    const FakeDate = new Proxy(RealDate, {
+      construct(target, args, newTarget) {
+        return Reflect.construct(target, args.length ? args : [now()], newTarget);
+      },
+      apply() { return new RealDate(now()).toString(); },
+    });
+    RealDate.now = now;
+    window.Date = FakeDate;
+  }
+  if (cfg.hideCaret) {
+    const add = () => {
+      const st = document.createElement('style');
+      st.textContent = '*,*::before,*::after{caret-color:transparent !important}';
+      (document.head || document.documentElement).appendChild(st);
+    };
+    if (document.documentElement) add(); else document.addEventListener('DOMContentLoaded', add);
+  }
+})();
+"""
+
+
+def init_script(seed: int, epoch_ms: int | None, hide_caret: bool) -> str:
+    """The script installed before page scripts: seeded ``Math.random``, clock, caret style."""
+    cfg = json.dumps({"seed": seed, "epoch": epoch_ms, "hideCaret": hide_caret})
+    return _INIT % {"cfg": cfg}
+
+
+_OBSERVE = r"""
+(() => {
+  const MAX = %(max)d, MAXTEXT = %(maxtext)d;
+  const st = window.__iwr__;
+  const W = innerWidth, H = innerHeight;
+  const SEL = 'a[href],button,input:not([type=hidden]),select,textarea,summary,label[for],' +
+    '[role=button],[role=link],[role=checkbox],[role=radio],[role=tab],[role=menuitem],[role=option],' +
+    '[role=switch],[role=combobox],[role=textbox],[role=slider],[onclick],[contenteditable=""],' +
+    '[contenteditable=true],[tabindex]:not([tabindex="-1"])';
+  const implicit = { a: 'link', button: 'button', select: 'combobox', textarea: 'textbox',
+    summary: 'button' };
+  const inputRole = { checkbox: 'checkbox', radio: 'radio', range: 'slider', button: 'button',
+    submit: 'button', reset: 'button' };
+  const all = document.body ? document.body.getElementsByTagName('*') : [];
+  const out = [], els = [];
+  let truncated = false;
+  const limitScan = Math.min(all.length, 60000);
+  for (let i = 0; i < limitScan; i++) {
+    const el = all[i];
+    let hit = el.matches(SEL);
+    if (!hit) {
+      if (el.childElementCount > 3) continue;
+      const cs = getComputedStyle(el);
+      if (cs.cursor !== 'pointer') continue;
+      const p = el.parentElement;
+      if (p && getComputedStyle(p).cursor === 'pointer') continue;
+      hit = true;
+    }
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility === 'hidden' || cs.display === 'none' || cs.opacity === '0') continue;
+    if (out.length >= MAX) { truncated = true; break; }
+    const tag = el.tagName.toLowerCase();
+    const type = tag === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : null;
+    let role = el.getAttribute('role') || implicit[tag] || (type ? (inputRole[type] || 'textbox') : null);
+    let text = (el.innerText || el.value || '').replace(/\s+/g, ' ').trim();
+    if (text.length > 80) text = text.slice(0, 79) + '\u2026';
+    els.push(el);
+    out.push({
+      index: out.length, tag, text, role,
+      aria_label: el.getAttribute('aria-label'), placeholder: el.getAttribute('placeholder'),
+      input_type: type, href: tag === 'a' ? el.getAttribute('href') : null,
+      box: { x: r.x, y: r.y, width: r.width, height: r.height },
+      in_viewport: r.right > 0 && r.bottom > 0 && r.left < W && r.top < H,
+    });
+  }
+  st.els = els; st.gen += 1;
+  let text = document.body ? document.body.innerText || '' : '';
+  const textTruncated = text.length > MAXTEXT;
+  if (textTruncated) text = text.slice(0, MAXTEXT);
+  return { url: location.href, title: document.title, elements: out, elements_truncated: truncated,
+           text, text_truncated: textTruncated };
+})()
+"""
+
+
+def observe_script(max_elements: int, max_text: int) -> str:
+    """Script returning the :class:`~iwr_bench.tools.models.Observation` fields as JSON."""
+    return _OBSERVE % {"max": max_elements, "maxtext": max_text}
+
+
+_POINT = r"""
+(() => {
+  const st = window.__iwr__;
+  if (!st || !st.gen) return { error: 'no_observation' };
+  const el = st.els[%(index)d];
+  if (!el) return { error: 'out_of_range', count: st.els.length };
+  if (!el.isConnected) return { error: 'stale' };
+  let r = el.getBoundingClientRect();
+  if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) {
+    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    r = el.getBoundingClientRect();
+  }
+  if (%(select)s && typeof el.select === 'function') { el.focus(); el.select(); }
+  const x = Math.min(Math.max(r.left + r.width / 2, 0), innerWidth - 1);
+  const y = Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1);
+  return { x, y, tag: el.tagName.toLowerCase() };
+})()
+"""
+
+
+def point_script(index: int, select: bool = False) -> str:
+    """Script returning the click point of element ``index`` (or ``{error: ...}``)."""
+    return _POINT % {"index": int(index), "select": "true" if select else "false"}
+
+
+SCROLL_PROBE = r"""
+(() => {
+  const doc = document.scrollingElement || document.documentElement;
+  const docY = doc ? doc.scrollTop : 0, docX = doc ? doc.scrollLeft : 0;
+  const canDoc = doc && doc.scrollHeight > doc.clientHeight + 1;
+  let best = null, area = 0;
+  if (document.body) {
+    const all = document.body.getElementsByTagName('*');
+    const n = Math.min(all.length, 20000);
+    for (let i = 0; i < n; i++) {
+      const el = all[i];
+      if (el.scrollHeight <= el.clientHeight + 1 || el.clientHeight < 50) continue;
+      const oy = getComputedStyle(el).overflowY;
+      if (oy !== 'auto' && oy !== 'scroll' && oy !== 'overlay') continue;
+      const r = el.getBoundingClientRect();
+      const a = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0)) *
+                Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
+      if (a > area) { area = a; best = el; }
+    }
+  }
+  window.__iwr__.scroller = best;
+  let c = null;
+  if (best) {
+    const r = best.getBoundingClientRect();
+    c = { y: best.scrollTop, x: best.scrollLeft, cx: r.left + r.width / 2, cy: r.top + r.height / 2 };
+  }
+  return { docX, docY, canDoc, container: c };
+})()
+"""
+"""Script measuring document and main-container scroll positions (and remembering the container)."""
+
+SCROLL_AFTER = r"""
+new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => {
+  const doc = document.scrollingElement || document.documentElement;
+  const c = window.__iwr__.scroller;
+  resolve({ docX: doc ? doc.scrollLeft : 0, docY: doc ? doc.scrollTop : 0,
+            cx: c ? c.scrollLeft : null, cy: c ? c.scrollTop : null });
+})))
+"""
+"""Script measuring positions again after two animation frames."""
+
+
+def scroll_fallback_script(target: str, dx: float, dy: float) -> str:
+    """Script scrolling the document or remembered container by (dx, dy) without animation."""
+    el = (
+        "window.__iwr__.scroller"
+        if target == "container"
+        else "(document.scrollingElement||document.documentElement)"
+    )
+    body = f"el.scrollBy({{left: {dx}, top: {dy}, behavior: 'instant'}})"
+    return f"(() => {{ const el = {el}; if (el) {body}; }})()"
+
+
+STATE_PROBE = r"""
+(() => {
+  const doc = document.scrollingElement || document.documentElement;
+  const st = window.__iwr__ || {};
+  const c = st.scroller;
+  return { url: location.href, x: doc ? doc.scrollLeft : 0, y: doc ? doc.scrollTop : 0,
+           cy: c && c.isConnected ? c.scrollTop : null };
+})()
+"""
+"""Script returning the URL and scroll positions."""
+
+WAIT_FRAME = "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
+"""Resolves after two animation frames (the page has painted)."""

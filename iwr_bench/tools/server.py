@@ -1,0 +1,119 @@
+"""Serve one page folder over HTTP on 127.0.0.1, with the task's assets beside it.
+
+Generated HTML refers to assets as ``__PLACEHOLDER_ASSETS_BASE_DIR__/<file>``; relative to the page
+that resolves to ``/__PLACEHOLDER_ASSETS_BASE_DIR__/<file>`` on this server, which is answered from
+the assets folder, as is the clean ``/assets/<file>``. Everything else comes from the page's own
+folder. Paths that escape either folder are refused with 404.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+from types import TracebackType
+
+from aiohttp import web
+
+from iwr_bench.tools.errors import ToolError
+
+ASSET_PLACEHOLDER = "__PLACEHOLDER_ASSETS_BASE_DIR__"
+"""Prefix the generated HTML uses for asset paths."""
+
+_ASSET_PREFIXES = (f"/{ASSET_PLACEHOLDER}/", "/assets/")
+
+
+def resolve_inside(root: Path, rel: str) -> Path | None:
+    """Return ``root/rel`` if it is a file inside ``root``, else ``None`` (refuses traversal)."""
+    if "\x00" in rel or rel.startswith(("/", "\\")):
+        return None
+    try:
+        candidate = (root / rel).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if not candidate.is_relative_to(root) or not candidate.is_file():
+        return None
+    return candidate
+
+
+def locate_page(page: str | Path) -> tuple[Path, str]:
+    """Split a page path into (folder to serve, file name); a folder means its ``index.html``."""
+    path = Path(page).expanduser().resolve()
+    if path.is_dir():
+        index = path / "index.html"
+        if not index.is_file():
+            raise ToolError(f"{path} has no index.html")
+        return path, "index.html"
+    if not path.is_file():
+        raise ToolError(f"page not found: {path}")
+    return path.parent, path.name
+
+
+class PageServer:
+    """An aiohttp server on 127.0.0.1 (ephemeral port) for one page; an async context manager."""
+
+    def __init__(self, page: str | Path, assets_dir: str | Path | None = None) -> None:
+        self.root, self.entry = locate_page(page)
+        self.assets: Path | None = Path(assets_dir).expanduser().resolve() if assets_dir else None
+        if self.assets is not None and not self.assets.is_dir():
+            raise ToolError(f"assets folder not found: {self.assets}")
+        self.requests: list[str] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """URL of the page itself."""
+        return f"{self.origin}/{self.entry}"
+
+    def _lookup(self, path: str) -> Path | None:
+        for prefix in _ASSET_PREFIXES:
+            if path.startswith(prefix):
+                if self.assets is None:
+                    return None
+                return resolve_inside(self.assets, path[len(prefix) :])
+        rel = path.lstrip("/") or self.entry
+        return resolve_inside(self.root, rel)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(request.path)
+        if request.method not in ("GET", "HEAD"):
+            return web.Response(status=405)
+        target = self._lookup(request.path)
+        if target is None:
+            if request.path == "/favicon.ico":
+                return web.Response(status=204)
+            return web.Response(status=404, text="not found")
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        headers = {"Cache-Control": "no-store", "Content-Type": ctype}
+        return web.FileResponse(target, headers=headers)
+
+    async def start(self) -> None:
+        """Bind the server to an ephemeral port on 127.0.0.1."""
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        """Shut the server down."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> PageServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()

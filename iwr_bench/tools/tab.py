@@ -1,0 +1,302 @@
+"""A sandboxed Chromium tab driven over raw CDP (cdp-use, browser-use's CDP layer)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from cdp_use import CDPClient
+
+from iwr_bench.tools.errors import PageFailure, ToolRetry
+from iwr_bench.tools.models import (
+    BlockedRequest,
+    ConsoleRecord,
+    DialogRecord,
+    NavigationRecord,
+    PageState,
+    PopupRecord,
+    Viewport,
+)
+
+_MAX_RECORDS = 200
+_MAX_URL = 300
+_NAVIGATED = (
+    "Inspected target navigated or closed",
+    "Cannot find context",
+    "Execution context was destroyed",
+)
+
+Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+"""Runs a coroutine function in the background (the browser's task group)."""
+
+
+def _short(text: str, limit: int = _MAX_URL) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+class CdpTab:
+    """One page target in its own browser context, with everything the sandbox records about it."""
+
+    def __init__(
+        self, client: CDPClient, spawn: Spawn, target_id: str, session_id: str, context_id: str, origin: str
+    ) -> None:
+        self.client = client
+        self.target_id = target_id
+        self.session_id = session_id
+        self.context_id = context_id
+        self.origin = origin
+        self.viewport = Viewport()
+        self._spawn = spawn
+        self._failure: PageFailure | None = None
+        self._dead = anyio.Event()
+        self.loaded = anyio.Event()
+        self.first_load_done = False
+        self.blocked: list[BlockedRequest] = []
+        self.dialogs: list[DialogRecord] = []
+        self.popups: list[PopupRecord] = []
+        self.navigations: list[NavigationRecord] = []
+        self.console_errors: list[ConsoleRecord] = []
+        self.page_errors: list[ConsoleRecord] = []
+        self._popup_records: dict[str, PopupRecord] = {}
+
+    # ----- failure -----------------------------------------------------------------------------
+    @property
+    def failure(self) -> PageFailure | None:
+        """The failure that ended this tab, if any."""
+        return self._failure
+
+    def fail(self, failure: PageFailure) -> None:
+        """Mark the tab failed; pending and later calls raise ``failure``."""
+        if self._failure is None:
+            self._failure = failure
+        self._dead.set()
+
+    # ----- CDP calls ---------------------------------------------------------------------------
+    async def send(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Send a CDP command to this tab; fails fast with the tab's failure if it dies meanwhile."""
+        if self._failure is not None:
+            raise self._failure
+        result: dict[str, Any] = {}
+        error: BaseException | None = None
+
+        async def call() -> None:
+            nonlocal result, error
+            try:
+                result = await self.client.send_raw(method, dict(params or {}), self.session_id)
+            except (RuntimeError, ConnectionError) as exc:
+                error = exc
+            tg.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await self._dead.wait()
+            tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            tg.start_soon(watch)
+        if self._failure is not None:
+            raise self._failure
+        if error is not None:
+            raise self._translate(method, error)
+        return result
+
+    def _translate(self, method: str, error: BaseException) -> Exception:
+        if isinstance(error, ConnectionError):
+            failure = PageFailure("browser_crashed", f"connection to Chromium lost during {method}")
+            self.fail(failure)
+            return failure
+        text = str(error)
+        if any(marker in text for marker in _NAVIGATED):
+            return ToolRetry(f"the page navigated during {method}; observe again")
+        if "Session with given id not found" in text or "No target with given id" in text:
+            failure = PageFailure("closed", f"the tab went away during {method}")
+            self.fail(failure)
+            return failure
+        return PageFailure("closed", f"{method} failed: {_short(text)}")
+
+    async def evaluate(self, expression: str, *, await_promise: bool = False) -> Any:
+        """Evaluate ``expression`` in the page's main world and return its JSON value."""
+        reply = await self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": await_promise},
+        )
+        details = reply.get("exceptionDetails")
+        if details:
+            desc = details.get("exception", {}).get("description") or details.get("text", "")
+            raise ToolRetry(f"page script failed: {_short(str(desc), 200)}")
+        return reply.get("result", {}).get("value")
+
+    async def mouse(self, kind: str, x: float, y: float, *, button: str = "none", clicks: int = 0) -> None:
+        """Send one ``Input.dispatchMouseEvent``."""
+        params: dict[str, Any] = {"type": kind, "x": x, "y": y, "button": button, "clickCount": clicks}
+        if kind == "mouseMoved" and button == "none":
+            params.pop("clickCount")
+        await self.send("Input.dispatchMouseEvent", params)
+
+    async def wheel(self, x: float, y: float, dx: float, dy: float) -> None:
+        """Send a mouse-wheel event."""
+        await self.send(
+            "Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy}
+        )
+
+    async def key(self, kind: str, params: dict[str, Any]) -> None:
+        """Send one ``Input.dispatchKeyEvent``."""
+        await self.send("Input.dispatchKeyEvent", {"type": kind, **params})
+
+    async def insert_text(self, text: str) -> None:
+        """``Input.insertText``."""
+        await self.send("Input.insertText", {"text": text})
+
+    async def screenshot(self) -> bytes:
+        """PNG of the viewport only."""
+        reply = await self.send(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": False, "fromSurface": True}
+        )
+        return base64.b64decode(reply["data"])
+
+    def state(self, url: str, x: float, y: float, container_y: float | None) -> PageState:
+        """The sandbox records plus the given position."""
+        return PageState(
+            url=url,
+            scroll_x=x,
+            scroll_y=y,
+            container_scroll_y=container_y,
+            viewport=self.viewport,
+            blocked_requests=list(self.blocked),
+            dialogs=list(self.dialogs),
+            popups=list(self.popups),
+            navigations=list(self.navigations),
+            console_errors=list(self.console_errors),
+            page_errors=list(self.page_errors),
+            failure=str(self._failure) if self._failure else None,
+        )
+
+    async def close(self, grace: float) -> bool:
+        """Close the target and dispose of its browser context; False if that did not finish in time."""
+        self.fail(PageFailure("closed", "the tab was closed"))
+        with anyio.move_on_after(grace) as scope:
+            try:
+                await self.client.send.Target.disposeBrowserContext(
+                    params={"browserContextId": self.context_id}
+                )
+            except RuntimeError:
+                try:
+                    await self.client.send.Target.closeTarget(params={"targetId": self.target_id})
+                except RuntimeError:
+                    return True
+            except ConnectionError:
+                return False
+        return not scope.cancelled_caught
+
+    # ----- events (called from the CDP message loop; must not block) ---------------------------
+    def _add(self, records: list[Any], item: Any) -> None:
+        if len(records) < _MAX_RECORDS:
+            records.append(item)
+
+    def on_request_paused(self, event: Mapping[str, Any]) -> None:
+        """Fetch.requestPaused: let own-origin requests through, refuse the rest."""
+        request_id = str(event["requestId"])
+        url = str(event["request"]["url"])
+        kind = str(event.get("resourceType", "Other"))
+        same = url == self.origin or url.startswith(self.origin + "/")
+        main_frame = event.get("frameId") == self.target_id and kind == "Document"
+        if same:
+            if main_frame and self.first_load_done:
+                self._add(self.navigations, NavigationRecord(url=_short(url), blocked=False))
+            self._reply("Fetch.continueRequest", {"requestId": request_id})
+            return
+        reason = (
+            "other origin" if url.startswith(("http:", "https:", "ws:", "wss:")) else "scheme not allowed"
+        )
+        self._add(self.blocked, BlockedRequest(url=_short(url), resource_type=kind, reason=reason))
+        if main_frame:
+            # A 204 answer cancels the navigation and keeps the current document.
+            self._add(self.navigations, NavigationRecord(url=_short(url), blocked=True))
+            self._reply("Fetch.fulfillRequest", {"requestId": request_id, "responseCode": 204, "body": ""})
+        else:
+            self._reply("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+
+    def on_dialog(self, event: Mapping[str, Any]) -> None:
+        """Page.javascriptDialogOpening: accept alerts/confirms/beforeunload, dismiss prompts."""
+        kind = str(event.get("type", "alert"))
+        accept = kind != "prompt"
+        self._add(
+            self.dialogs,
+            DialogRecord(type=kind, message=_short(str(event.get("message", ""))), accepted=accept),
+        )
+        self._reply("Page.handleJavaScriptDialog", {"accept": accept, "promptText": ""})
+
+    def on_popup(self, target_id: str, url: str, session_id: str) -> None:
+        """A window this page opened (held at start): record it, refuse all its requests, close it.
+
+        Closing a held popup while its opener is still loading stalls the opener, so the popup is
+        released first with every request it makes refused.
+        """
+        record = PopupRecord(url=_short(url))
+        self._popup_records[session_id] = record
+        self._add(self.popups, record)
+
+        async def close() -> None:
+            try:
+                await self.client.send_raw("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session_id)
+                await self.client.send_raw("Runtime.runIfWaitingForDebugger", {}, session_id)
+                await self.client.send.Target.closeTarget(params={"targetId": target_id})
+            except (RuntimeError, ConnectionError):
+                return
+
+        self._spawn(close)
+
+    def on_popup_request(self, event: Mapping[str, Any], session_id: str) -> None:
+        """A request from a popup of this page: refuse it and record it."""
+        url = str(event["request"]["url"])
+        kind = str(event.get("resourceType", "Other"))
+        self._add(self.blocked, BlockedRequest(url=_short(url), resource_type=kind, reason="popup"))
+        record = self._popup_records.get(session_id)
+        if record is not None and not record.url and kind == "Document":
+            record.url = _short(url)
+
+        async def refuse() -> None:
+            try:
+                params = {"requestId": event["requestId"], "errorReason": "BlockedByClient"}
+                await self.client.send_raw("Fetch.failRequest", params, session_id)
+            except (RuntimeError, ConnectionError):
+                return
+
+        self._spawn(refuse)
+
+    def on_console(self, event: Mapping[str, Any]) -> None:
+        """Runtime.consoleAPICalled: keep errors."""
+        if event.get("type") not in ("error", "assert"):
+            return
+        parts = [str(a.get("value", a.get("description", ""))) for a in event.get("args", [])]
+        self._add(self.console_errors, ConsoleRecord(source="console", text=_short(" ".join(parts))))
+
+    def on_log(self, event: Mapping[str, Any]) -> None:
+        """Log.entryAdded: keep errors (blocked loads, refused schemes)."""
+        entry = event.get("entry", {})
+        if entry.get("level") == "error":
+            text = str(entry.get("text", ""))
+            if entry.get("url"):
+                text = f"{text} ({entry['url']})"
+            self._add(self.console_errors, ConsoleRecord(source="log", text=_short(text)))
+
+    def on_exception(self, event: Mapping[str, Any]) -> None:
+        """Runtime.exceptionThrown: keep uncaught errors."""
+        details = event.get("exceptionDetails", {})
+        desc = details.get("exception", {}).get("description") or details.get("text", "")
+        self._add(self.page_errors, ConsoleRecord(source="exception", text=_short(str(desc))))
+
+    def on_load(self) -> None:
+        """Page.loadEventFired."""
+        self.loaded.set()
+
+    def _reply(self, method: str, params: dict[str, Any]) -> None:
+        async def send() -> None:
+            try:
+                await self.client.send_raw(method, params, self.session_id)
+            except (RuntimeError, ConnectionError):
+                return
+
+        self._spawn(send)

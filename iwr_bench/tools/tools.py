@@ -1,0 +1,216 @@
+"""The browser tools: small typed async functions over one sandboxed tab.
+
+``observe``, ``click``, ``type``, ``press``, ``scroll``, ``hover``, ``screenshot`` and ``page_state``
+are methods of :class:`PageTools`. Each call runs under the page's action timeout: a page that does
+not answer in time is marked failed (``timeout``) and the call raises
+:class:`~iwr_bench.tools.errors.PageFailure`; misuse the agent can fix raises
+:class:`~iwr_bench.tools.errors.ToolRetry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
+
+import anyio
+
+from iwr_bench.tools import scripts
+from iwr_bench.tools.browser import Tab
+from iwr_bench.tools.errors import PageFailure, ToolRetry
+from iwr_bench.tools.keys import key_events
+from iwr_bench.tools.models import ActionResult, Limits, Observation, PageState, ScrollResult, SettleConfig
+from iwr_bench.tools.settle import SettleAfter, settle
+
+T = TypeVar("T")
+Direction = Literal["down", "up", "left", "right"]
+
+
+class PageTools:
+    """The tools bound to one open tab."""
+
+    def __init__(
+        self, tab: Tab, settle_config: SettleConfig | None = None, limits: Limits | None = None
+    ) -> None:
+        self.tab = tab
+        self.settle_config = settle_config or SettleConfig()
+        self.limits = limits or Limits()
+        self._last_shot: bytes | None = None
+
+    async def _guard(self, name: str, body: Callable[[], Awaitable[T]]) -> T:
+        if self.tab.failure is not None:
+            raise self.tab.failure
+        try:
+            with anyio.fail_after(self.limits.action_timeout):
+                return await body()
+        except TimeoutError:
+            failure = self.tab.failure or PageFailure(
+                "timeout",
+                f"{name} did not finish within {self.limits.action_timeout:g} s (the page may hang)",
+            )
+            self.tab.fail(failure)
+            raise failure from None
+
+    async def _settled(self, name: str, detail: str, after: SettleAfter) -> ActionResult:
+        waited, ok, shot = await settle(self.tab, self.settle_config, after)
+        self._last_shot = shot
+        return ActionResult(action=name, detail=detail, settle_seconds=round(waited, 4), settled=ok)
+
+    async def wait_settled(self, after: SettleAfter = "load") -> ActionResult:
+        """Wait for the page to settle (used after loading)."""
+        return await self._guard("settle", lambda: self._settled("settle", "", after))
+
+    async def observe(self) -> Observation:
+        """List the interactive elements (indexed) and the visible text of the page."""
+
+        async def body() -> Observation:
+            script = scripts.observe_script(self.limits.max_elements, self.limits.max_text_chars)
+            value = await self.tab.evaluate(script)
+            if not isinstance(value, dict):
+                raise ToolRetry("the page did not return an element list; try again")
+            return Observation.model_validate(value)
+
+        return await self._guard("observe", body)
+
+    async def _point(self, index: int, select: bool = False) -> tuple[float, float, str]:
+        if index < 0:
+            raise ToolRetry(f"index {index} is negative")
+        value: Any = await self.tab.evaluate(scripts.point_script(index, select))
+        if not isinstance(value, dict):
+            raise ToolRetry("the element list is gone (the page reloaded); call observe")
+        error = value.get("error")
+        if error == "no_observation":
+            raise ToolRetry("no element list yet; call observe first")
+        if error == "out_of_range":
+            raise ToolRetry(
+                f"index {index} is out of range (0..{int(value.get('count', 0)) - 1}); call observe"
+            )
+        if error == "stale":
+            raise ToolRetry(f"element {index} is no longer on the page; call observe again")
+        return float(value["x"]), float(value["y"]), str(value.get("tag", ""))
+
+    async def _click_at(self, x: float, y: float) -> None:
+        await self.tab.mouse("mouseMoved", x, y)
+        await self.tab.mouse("mousePressed", x, y, button="left", clicks=1)
+        await self.tab.mouse("mouseReleased", x, y, button="left", clicks=1)
+
+    async def click(self, index: int) -> ActionResult:
+        """Click the centre of element ``index`` from the last ``observe``, then wait to settle."""
+
+        async def body() -> ActionResult:
+            x, y, tag = await self._point(index)
+            await self._click_at(x, y)
+            return await self._settled("click", f"{tag}#{index} at ({x:.0f}, {y:.0f})", "action")
+
+        return await self._guard("click", body)
+
+    async def type(self, index: int, text: str) -> ActionResult:
+        """Focus element ``index``, replace its content with ``text`` key by key, then settle."""
+
+        async def body() -> ActionResult:
+            x, y, tag = await self._point(index)
+            await self._click_at(x, y)
+            await self.tab.evaluate(scripts.point_script(index, select=True))
+            for char in text:
+                if char == "\n":
+                    down, up = key_events("Enter")
+                    await self.tab.key("keyDown", down)
+                    await self.tab.key("keyUp", up)
+                else:
+                    await self.tab.key("keyDown", {"key": char, "text": char, "unmodifiedText": char})
+                    await self.tab.key("keyUp", {"key": char})
+            return await self._settled("type", f"{len(text)} chars into {tag}#{index}", "action")
+
+        return await self._guard("type", body)
+
+    async def press(self, key: str) -> ActionResult:
+        """Press a key or combination (``Enter``, ``Escape``, ``Control+a``) at the focus, then settle."""
+        down, up = key_events(key)
+
+        async def body() -> ActionResult:
+            await self.tab.key("keyDown" if "text" in down else "rawKeyDown", down)
+            await self.tab.key("keyUp", up)
+            return await self._settled("press", key, "action")
+
+        return await self._guard("press", body)
+
+    async def hover(self, index: int) -> ActionResult:
+        """Move the mouse over element ``index``, then settle."""
+
+        async def body() -> ActionResult:
+            x, y, tag = await self._point(index)
+            await self.tab.mouse("mouseMoved", x, y)
+            return await self._settled("hover", f"{tag}#{index}", "action")
+
+        return await self._guard("hover", body)
+
+    async def scroll(self, direction: Direction = "down", amount: float | None = None) -> ScrollResult:
+        """Scroll the page or its main scroll container; ``amount`` defaults to half the viewport.
+
+        Returns how far the target actually moved (the judge counts a scroll as done above 5 px).
+        """
+        if direction not in ("down", "up", "left", "right"):
+            raise ToolRetry(f"direction must be up, down, left or right, not {direction!r}")
+        vp = self.tab.viewport
+        step = amount if amount is not None else (vp.height if direction in ("up", "down") else vp.width) / 2
+        dx = step if direction == "right" else -step if direction == "left" else 0.0
+        dy = step if direction == "down" else -step if direction == "up" else 0.0
+        return await self._guard("scroll", lambda: self._scroll(direction, dx, dy))
+
+    async def _scroll(self, direction: str, dx: float, dy: float) -> ScrollResult:
+        before: dict[str, Any] = await self.tab.evaluate(scripts.SCROLL_PROBE)
+        container = before.get("container")
+        vp = self.tab.viewport
+        use_container = container is not None and not before.get("canDoc")
+        x, y = (
+            (container["cx"], container["cy"])
+            if use_container and container
+            else (vp.width / 2, vp.height / 2)
+        )
+        await self.tab.wheel(x, y, dx, dy)
+        after: dict[str, Any] = await self.tab.evaluate(scripts.SCROLL_AFTER, await_promise=True)
+        moved, target = self._moved(before, after)
+        if moved < 1:
+            fallback = "container" if container is not None and not before.get("canDoc") else "document"
+            await self.tab.evaluate(scripts.scroll_fallback_script(fallback, dx, dy))
+            after = await self.tab.evaluate(scripts.SCROLL_AFTER, await_promise=True)
+            moved, target = self._moved(before, after)
+        settled = await self._settled("scroll", direction, "scroll")
+        is_container = target == "container"
+        return ScrollResult(
+            **settled.model_dump(),
+            moved_px=round(moved, 2),
+            target=target,
+            scroll_x=float((after["cx"] if is_container else after["docX"]) or 0),
+            scroll_y=float((after["cy"] if is_container else after["docY"]) or 0),
+        )
+
+    @staticmethod
+    def _moved(
+        before: dict[str, Any], after: dict[str, Any]
+    ) -> tuple[float, Literal["document", "container", "none"]]:
+        doc = abs(after["docY"] - before["docY"]) + abs(after["docX"] - before["docX"])
+        cont = 0.0
+        container = before.get("container")
+        if container is not None and after.get("cy") is not None:
+            cont = abs(after["cy"] - container["y"]) + abs(after["cx"] - container["x"])
+        if doc <= 0 and cont <= 0:
+            return 0.0, "none"
+        return (doc, "document") if doc >= cont else (cont, "container")
+
+    async def screenshot(self) -> bytes:
+        """PNG of the viewport."""
+        return await self._guard("screenshot", self.tab.screenshot)
+
+    async def page_state(self) -> PageState:
+        """Scroll position, URL and everything the sandbox recorded (blocked requests, dialogs, ...)."""
+        if self.tab.failure is not None:
+            return self.tab.state("", 0.0, 0.0, None)
+
+        async def body() -> PageState:
+            probe: dict[str, Any] = await self.tab.evaluate(scripts.STATE_PROBE)
+            cy = probe.get("cy")
+            return self.tab.state(
+                str(probe["url"]), float(probe["x"]), float(probe["y"]), None if cy is None else float(cy)
+            )
+
+        return await self._guard("page_state", body)

@@ -1,0 +1,182 @@
+"""Each tool on a small interactive page, in a real headless Chromium."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from iwr_bench.metrics.hashing import as_image
+from iwr_bench.tools.errors import ToolRetry
+from iwr_bench.tools.models import PageSpec, SettleConfig, Viewport
+from iwr_bench.tools.pool import PagePool
+from iwr_bench.tools.tools import PageTools
+
+pytestmark = [pytest.mark.browser]
+
+APP = """<!doctype html><html><head><style>
+body { margin: 0; font: 16px sans-serif; }
+#menu { display: none; } #wrap:hover #menu { display: block; }
+</style></head><body>
+<h1 id="title">Start</h1>
+<button id="go" onclick="document.getElementById('title').textContent = 'Clicked'">Go</button>
+<input id="name" placeholder="Your name" oninput="document.getElementById('echo').textContent = this.value">
+<p id="echo"></p>
+<div id="wrap"><span id="hov" style="cursor:pointer">Hover me</span><div id="menu">Menu open</div></div>
+<a href="#x" aria-label="Anchor link">Link</a>
+<p id="keys"></p>
+<div style="height: 3000px"></div>
+<script>
+document.addEventListener('keydown', (e) => {
+  document.getElementById('keys').textContent += '[' + e.key + ']';
+});
+</script>
+</body></html>"""
+
+
+def _index(obs_elements: list[object], **match: str) -> int:
+    for el in obs_elements:
+        if all(getattr(el, k) == v for k, v in match.items()):
+            return int(el.index)  # type: ignore[attr-defined]
+    raise AssertionError(f"no element with {match}")
+
+
+@pytest.mark.anyio
+async def test_observe_lists_elements_and_text(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    page = write_page(APP)
+    async with pool.page(PageSpec(page=str(page), viewport=Viewport(width=800, height=600))) as tools:
+        obs = await tools.observe()
+    tags = [(e.tag, e.text) for e in obs.elements]
+    assert ("button", "Go") in tags
+    field = next(e for e in obs.elements if e.tag == "input")
+    assert field.placeholder == "Your name" and field.role == "textbox"
+    link = next(e for e in obs.elements if e.tag == "a")
+    assert link.aria_label == "Anchor link" and link.role == "link" and link.href == "#x"
+    assert any(e.text == "Hover me" for e in obs.elements)
+    assert "Start" in obs.text
+    assert all(e.box.width > 0 for e in obs.elements)
+
+
+@pytest.mark.anyio
+async def test_click_type_press_hover(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    async with pool.page(PageSpec(page=str(write_page(APP)))) as tools:
+        obs = await tools.observe()
+        result = await tools.click(_index(obs.elements, tag="button"))
+        assert result.action == "click" and result.settled
+        assert "Clicked" in (await tools.observe()).text
+
+        obs = await tools.observe()
+        await tools.type(_index(obs.elements, tag="input"), "Ada")
+        assert "Ada" in (await tools.observe()).text
+
+        await tools.press("Enter")
+        await tools.press("Escape")
+        text = (await tools.observe()).text
+        assert "[Enter]" in text and "[Escape]" in text
+
+        obs = await tools.observe()
+        assert "Menu open" not in obs.text
+        await tools.hover(_index(obs.elements, text="Hover me"))
+        assert "Menu open" in (await tools.observe()).text
+
+
+@pytest.mark.anyio
+async def test_scroll_reports_movement(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    async with pool.page(
+        PageSpec(page=str(write_page(APP)), viewport=Viewport(width=800, height=600))
+    ) as tools:
+        down = await tools.scroll("down")
+        assert down.target == "document" and down.moved_px == pytest.approx(300, abs=2)
+        up = await tools.scroll("up", 100)
+        assert up.moved_px == pytest.approx(100, abs=2)
+        state = await tools.page_state()
+        assert state.scroll_y == pytest.approx(200, abs=2)
+        top = await tools.scroll("up", 1000)
+        assert top.moved_px == pytest.approx(200, abs=2)
+        stuck = await tools.scroll("up")
+        assert stuck.moved_px <= 5
+
+
+@pytest.mark.anyio
+async def test_scroll_moves_main_container(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    html = """<html><body style="margin:0;overflow:hidden;height:100vh">
+    <div id="main" style="height:100vh;overflow-y:auto"><div style="height:5000px">long</div></div>
+    </body></html>"""
+    async with pool.page(
+        PageSpec(page=str(write_page(html)), viewport=Viewport(width=640, height=480))
+    ) as tools:
+        result = await tools.scroll("down")
+        assert result.target == "container" and result.moved_px == pytest.approx(240, abs=2)
+        assert (await tools.page_state()).container_scroll_y == pytest.approx(240, abs=2)
+
+
+@pytest.mark.anyio
+async def test_screenshot_is_viewport_png(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    async with pool.page(
+        PageSpec(page=str(write_page(APP)), viewport=Viewport(width=640, height=360))
+    ) as tools:
+        png = await tools.screenshot()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert as_image(png).size == (640, 360)
+
+
+@pytest.mark.anyio
+async def test_misuse_raises_retryable(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    async with pool.page(PageSpec(page=str(write_page(APP)))) as tools:
+        with pytest.raises(ToolRetry, match="observe"):
+            await tools.click(0)
+        obs = await tools.observe()
+        with pytest.raises(ToolRetry, match="out of range"):
+            await tools.click(len(obs.elements) + 5)
+        with pytest.raises(ToolRetry, match="unknown key"):
+            await tools.press("NoSuchKey")
+        await tools.page_state()  # the page is still usable
+        state = await tools.page_state()
+        assert state.failure is None
+
+
+@pytest.mark.anyio
+async def test_stale_index_after_dom_change(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    html = """<html><body><button onclick="this.remove()">Remove me</button></body></html>"""
+    async with pool.page(PageSpec(page=str(write_page(html)))) as tools:
+        await tools.observe()
+        await tools.click(0)
+        with pytest.raises(ToolRetry, match="no longer on the page"):
+            await tools.click(0)
+
+
+@pytest.mark.anyio
+async def test_assets_served_from_placeholder_path(
+    pool: PagePool, write_page: Callable[..., Path], tmp_path: Path
+) -> None:
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    (assets / "data.txt").write_text("asset-ok", encoding="utf-8")
+    html = """<html><body><p id="out">wait</p><script>
+    fetch('__PLACEHOLDER_ASSETS_BASE_DIR__/data.txt').then(r => r.text()).then(t => {
+      document.getElementById('out').textContent = t; });
+    </script></body></html>"""
+    page = write_page(html, "page.html")
+    async with pool.page(PageSpec(page=str(page), assets_dir=str(assets))) as tools:
+        obs = await tools.observe()
+        state = await tools.page_state()
+    assert "asset-ok" in obs.text
+    assert state.blocked_requests == []
+
+
+@pytest.mark.anyio
+async def test_fixed_settle_mode_sleeps_the_published_wait(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    async with pool.page(PageSpec(page=str(write_page(APP)))) as tools:
+        fixed = PageTools(tools.tab, SettleConfig(mode="fixed", after_action=0.2), tools.limits)
+        await fixed.observe()
+        result = await fixed.click(0)
+    assert result.settled and result.settle_seconds >= 0.2
+
+
+def test_viewport_parse() -> None:
+    assert Viewport.parse("1280x720") == Viewport(width=1280, height=720)
+    with pytest.raises(ValueError, match="1280x720"):
+        Viewport.parse("wide")
