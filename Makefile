@@ -27,3 +27,7 @@ test: setup lint typecheck
 
 bench: setup
 	@set -e; for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+suite: setup
+	$(BIN)/python iwr_bench/suites/sources/draw_images.py
+	$(BIN)/python -m iwr_bench.suites.build

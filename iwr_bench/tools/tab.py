@@ -60,6 +60,7 @@ class CdpTab:
         self.console_errors: list[ConsoleRecord] = []
         self.page_errors: list[ConsoleRecord] = []
         self._popup_records: dict[str, PopupRecord] = {}
+        self._popup_named: dict[str, anyio.Event] = {}
 
     # ----- failure -----------------------------------------------------------------------------
     @property
@@ -235,13 +236,20 @@ class CdpTab:
         released first with every request it makes refused.
         """
         record = PopupRecord(url=_short(url))
+        named = anyio.Event()
         self._popup_records[session_id] = record
+        self._popup_named[session_id] = named
         self._add(self.popups, record)
 
         async def close() -> None:
             try:
                 await self.client.send_raw("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session_id)
                 await self.client.send_raw("Runtime.runIfWaitingForDebugger", {}, session_id)
+                # A popup opened with a URL starts blank; its first (refused) document request names
+                # the URL. Give it a moment to arrive before closing, so the record says where it went.
+                if not record.url:
+                    with anyio.move_on_after(1.0):
+                        await named.wait()
                 await self.client.send.Target.closeTarget(params={"targetId": target_id})
             except (RuntimeError, ConnectionError):
                 return
@@ -256,6 +264,7 @@ class CdpTab:
         record = self._popup_records.get(session_id)
         if record is not None and not record.url and kind == "Document":
             record.url = _short(url)
+            self._popup_named[session_id].set()
 
         async def refuse() -> None:
             try:

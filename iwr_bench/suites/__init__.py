@@ -1,0 +1,1 @@
+"""The built-in suite: source apps, the recorded tasks and their mutants."""
