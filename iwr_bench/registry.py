@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -23,6 +24,19 @@ from iwr_bench.errors import UserError
 F = TypeVar("F", bound=Callable[..., Any])
 
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
+
+BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
+    "generator": ("iwr_bench.agents.generation",),
+    "grounder": ("iwr_bench.agents.grounding",),
+    "assertions": ("iwr_bench.agents.judge.assertions",),
+    "metric": ("iwr_bench.metrics.pair",),
+}
+"""Modules whose import registers the built-in factories of each role (loaded on first lookup)."""
+
+
+def _load_builtins(role: str) -> None:
+    for module in BUILTIN_MODULES.get(role, ()):
+        importlib.import_module(module)
 
 
 class Spec(BaseModel):
@@ -56,6 +70,7 @@ def register(role: str, name: str) -> Callable[[F], F]:
 
 def names(role: str) -> list[str]:
     """Registered names for a role, sorted."""
+    _load_builtins(role)
     return sorted(n for r, n in _FACTORIES if r == role)
 
 
@@ -65,6 +80,7 @@ def create(role: str, name: str, **args: Any) -> tuple[Any, Spec]:
     Raises:
         UserError: when nothing is registered under that name, or the arguments do not fit.
     """
+    _load_builtins(role)
     factory = _FACTORIES.get((role, name))
     if factory is None:
         known = ", ".join(names(role)) or "none"

@@ -116,6 +116,7 @@ class DinoEmbedder(ImageEmbedder):
         )
 
     def _load(self) -> Any:
+        import_torchvision()
         from huggingface_hub.errors import HFValidationError
         from transformers import AutoImageProcessor, AutoModel
 

@@ -144,6 +144,8 @@ class Element(BaseModel):
     """``type`` of an ``input`` element."""
     href: str | None = None
     """``href`` of a link."""
+    context: str = ""
+    """Text around the element: its form labels, then the nearest enclosing block's text (shortened)."""
     box: BoundingBox
     """Bounding box in the viewport."""
     in_viewport: bool

@@ -91,11 +91,17 @@ _OBSERVE = r"""
     let role = el.getAttribute('role') || implicit[tag] || (type ? (inputRole[type] || 'textbox') : null);
     let text = (el.innerText || el.value || '').replace(/\s+/g, ' ').trim();
     if (text.length > 80) text = text.slice(0, 79) + '\u2026';
+    const labels = el.labels && el.labels.length ? Array.from(el.labels, (l) => l.innerText) : [];
+    let context = labels.length ? labels.join(' ') + ' | ' : '';
+    for (let a = el.parentElement, k = 0; a && a !== document.body && k < 6; a = a.parentElement, k++) {
+      const t = (a.innerText || '').replace(/\s+/g, ' ').trim();
+      if (t.length > text.length + 3) { context += t.length > 160 ? t.slice(0, 159) + '\u2026' : t; break; }
+    }
     els.push(el);
     out.push({
       index: out.length, tag, text, role,
       aria_label: el.getAttribute('aria-label'), placeholder: el.getAttribute('placeholder'),
-      input_type: type, href: tag === 'a' ? el.getAttribute('href') : null,
+      input_type: type, href: tag === 'a' ? el.getAttribute('href') : null, context,
       box: { x: r.x, y: r.y, width: r.width, height: r.height },
       in_viewport: r.right > 0 && r.bottom > 0 && r.left < W && r.top < H,
     });

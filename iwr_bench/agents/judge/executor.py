@@ -1,0 +1,248 @@
+"""The executor: replays a task's actions on a page through the browser tools (protocol.md 3).
+
+Actions run in order; the first one that cannot be performed, or whose logical assertion is
+answered "no", ends the successful prefix and every later action counts as failed. Screenshots of
+the initial state and of the state after every action are written to the evidence folder before
+the record that names them is returned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from iwr_bench.agents.grounding import Grounder, GroundingRequest
+from iwr_bench.agents.judge.records import (
+    ActionRecord,
+    AssertionJudge,
+    AssertionRequest,
+    FailureClass,
+    Replay,
+)
+from iwr_bench.dataset.layout import Task
+from iwr_bench.dataset.models import Action, pressed_key, scroll_direction, typed_text
+from iwr_bench.tools.errors import PageFailure, ToolRetry
+from iwr_bench.tools.models import PageSpec, Viewport
+from iwr_bench.tools.pool import PagePool
+from iwr_bench.tools.tools import PageTools
+
+Policy = Literal["pass", "fail"]
+Emit = Callable[[str, dict[str, object]], None]
+
+
+class ExecutorConfig(BaseModel):
+    """Run settings of the executor (written into the run manifest)."""
+
+    judge_error_policy: Policy = "fail"
+    """What a failed assertion judgement counts as (the published code passed it)."""
+    undetermined_policy: Policy = "pass"
+    """What an assertion the judge cannot decide counts as."""
+    scroll_min_px: float = 5.0
+    """A scroll succeeds only if the page moved more than this."""
+    retries_on_stale: int = 1
+    """Re-observe and retry this many times when an element list went stale."""
+
+
+class _Failed(Exception):
+    def __init__(self, failure: FailureClass, message: str) -> None:
+        super().__init__(message)
+        self.failure: FailureClass = failure
+
+
+def _no_emit(kind: str, data: dict[str, object]) -> None:
+    del kind, data
+
+
+class Executor:
+    """Replays tasks on pages with a grounder and an assertion judge."""
+
+    def __init__(
+        self,
+        pool: PagePool,
+        grounder: Grounder,
+        assertions: AssertionJudge,
+        config: ExecutorConfig | None = None,
+        emit: Emit | None = None,
+    ) -> None:
+        self.pool = pool
+        self.grounder = grounder
+        self.assertions = assertions
+        self.config = config or ExecutorConfig()
+        self.emit = emit or _no_emit
+
+    async def replay(self, task: Task, page: Path | None, evidence: Path) -> Replay:
+        """Replay ``task`` on ``page`` (a folder with index.html, or None when there is none)."""
+        actions = task.record.action_sequence
+        if page is None or not (page if page.is_file() else page / "index.html").is_file():
+            return _page_failure(actions, "no_page", "no generated page")
+        evidence.mkdir(parents=True, exist_ok=True)
+        size = task.resolution
+        spec = PageSpec(
+            page=str(page),
+            assets_dir=str(task.assets_dir) if task.assets_dir.is_dir() else None,
+            viewport=Viewport(width=size.width, height=size.height),
+        )
+        try:
+            async with self.pool.page(spec) as tools:
+                return await self._run(tools, actions, evidence)
+        except PageFailure as exc:
+            return _page_failure(actions, "page_load_failed", str(exc))
+
+    async def _run(self, tools: PageTools, actions: list[Action], evidence: Path) -> Replay:
+        screenshots = {0: _save(evidence, "step_0.png", await tools.screenshot())}
+        records: list[ActionRecord] = []
+        success = 0
+        judge_errors = undetermined = 0
+        for i, action in enumerate(actions):
+            if success < i:
+                records.append(_not_run(i, action))
+                continue
+            start = time.perf_counter()
+            record = ActionRecord(
+                index=i, type=action.type, description=action.parameters.description, status="ok"
+            )
+            record.before = f"step_{i}.png"  # the state after the previous action (or the initial one)
+            self.emit("action_started", {"index": i, "type": action.type, "description": record.description})
+            try:
+                before_text = (await tools.observe()).text if action.has_assertion else None
+                await self._perform(tools, action, record)
+                shot = await tools.screenshot()
+                record.after = _save(evidence, f"step_{i + 1}.png", shot)
+                if action.has_assertion:
+                    outcome = await self._assert(tools, action, record, before_text, shot, evidence)
+                    judge_errors += outcome == "error"
+                    undetermined += outcome == "undetermined"
+            except _Failed as exc:
+                record.status, record.failure, record.message = "failed", exc.failure, str(exc)
+            except PageFailure as exc:
+                failure: FailureClass = "timeout" if exc.reason == "timeout" else "page_crashed"
+                record.status, record.failure, record.message = "failed", failure, str(exc)
+            record.seconds = round(time.perf_counter() - start, 3)
+            records.append(record)
+            self.emit("action_finished", record.model_dump(include={"index", "status", "failure", "message"}))
+            if record.status == "ok":
+                success += 1
+                if action.visual_evaluation_flag and record.after:
+                    screenshots[i + 1] = record.after
+        state = await _final_state(tools)
+        return Replay(
+            total_steps=len(actions),
+            success_steps=success,
+            actions=records,
+            screenshots=screenshots,
+            blocked_requests=state[0],
+            console_errors=state[1],
+            judge_errors=judge_errors,
+            undetermined=undetermined,
+        )
+
+    async def _perform(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
+        match action.type:
+            case "Click" | "Type":
+                text = typed_text(action) if action.type == "Type" else None
+                if action.type == "Type" and text is None:
+                    raise _Failed("action_error", "the Type action gives no text to type")
+                for attempt in range(self.config.retries_on_stale + 1):
+                    index = await self._ground(tools, action, record)
+                    try:
+                        if text is None:
+                            record.tool_calls.append(f"click({index})")
+                            await tools.click(index)
+                        else:
+                            record.tool_calls.append(f"type({index}, {text!r})")
+                            await tools.type(index, text)
+                        return
+                    except ToolRetry as exc:
+                        if attempt == self.config.retries_on_stale:
+                            raise _Failed("action_error", str(exc)) from exc
+            case "Press":
+                key = pressed_key(action)
+                if key is None:
+                    raise _Failed("action_error", "no key named by the action")
+                record.tool_calls.append(f"press({key!r})")
+                try:
+                    await tools.press(key)
+                except ToolRetry as exc:
+                    raise _Failed("action_error", str(exc)) from exc
+            case "Scroll":
+                direction = scroll_direction(action) or "down"
+                record.tool_calls.append(f"scroll({direction!r})")
+                result = await tools.scroll(direction)
+                record.scroll_moved_px = result.moved_px
+                if result.moved_px <= self.config.scroll_min_px:
+                    raise _Failed("no_scroll", f"the page moved {result.moved_px:g} px (needs > 5)")
+
+    async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
+        observation = await tools.observe()
+        record.tool_calls.append("observe()")
+        request = GroundingRequest(
+            description=action.parameters.description, action_type=action.type, observation=observation
+        )
+        grounding = await self.grounder(request)
+        record.grounding = grounding
+        self.emit("action_grounded", {"index": record.index, **grounding.model_dump(exclude={"candidates"})})
+        if grounding.index is None:
+            raise _Failed("element_not_found", grounding.reason)
+        return grounding.index
+
+    async def _assert(
+        self,
+        tools: PageTools,
+        action: Action,
+        record: ActionRecord,
+        before_text: str | None,
+        after_png: bytes,
+        evidence: Path,
+    ) -> str:
+        after_text = (await tools.observe()).text
+        before_png = (evidence / (record.before or "")).read_bytes()
+        request = AssertionRequest(
+            assertion=action.logical_assertion,
+            before_png=before_png,
+            after_png=after_png,
+            before_text=before_text,
+            after_text=after_text,
+        )
+        verdict = await self.assertions(request)
+        record.assertion = verdict
+        self.emit("assertion_verdict", {"index": record.index, **verdict.model_dump()})
+        passed = verdict.verdict == "yes"
+        if verdict.verdict == "error":
+            passed = self.config.judge_error_policy == "pass"
+        elif verdict.verdict == "undetermined":
+            passed = self.config.undetermined_policy == "pass"
+        if not passed:
+            failure: FailureClass = "judge_error" if verdict.verdict == "error" else "assertion_failed"
+            raise _Failed(failure, f"{verdict.verdict}: {verdict.reasoning}")
+        return verdict.verdict
+
+
+def _save(folder: Path, name: str, png: bytes) -> str:
+    (folder / name).write_bytes(png)
+    return name
+
+
+def _not_run(i: int, action: Action) -> ActionRecord:
+    return ActionRecord(
+        index=i, type=action.type, description=action.parameters.description, status="not_run"
+    )
+
+
+def _page_failure(actions: list[Action], failure: FailureClass, message: str) -> Replay:
+    return Replay(
+        total_steps=len(actions),
+        success_steps=0,
+        actions=[_not_run(i, a) for i, a in enumerate(actions)],
+        failure=failure,
+        message=message,
+    )
+
+
+async def _final_state(tools: PageTools) -> tuple[int, list[str]]:
+    state = await tools.page_state()
+    errors = [e.text for e in [*state.console_errors, *state.page_errors]][:50]
+    return len(state.blocked_requests), errors

@@ -1,0 +1,116 @@
+"""Judge roles and the records a replay produces."""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from iwr_bench.agents.grounding import Grounding
+
+FailureClass = Literal[
+    "element_not_found",
+    "action_error",
+    "timeout",
+    "page_crashed",
+    "no_scroll",
+    "assertion_failed",
+    "judge_error",
+    "page_load_failed",
+    "no_page",
+]
+"""Why an action (and so the rest of the trajectory) failed."""
+
+Verdict = Literal["yes", "no", "undetermined", "error"]
+
+
+class AssertionRequest(BaseModel):
+    """What an assertion judge sees for one action."""
+
+    assertion: str
+    """The logical assertion, e.g. "the cart badge shows 2"."""
+    before_png: bytes
+    """Viewport before the action."""
+    after_png: bytes
+    """Viewport after the action (settled)."""
+    before_text: str | None = None
+    """Visible page text before, when the judge has it."""
+    after_text: str | None = None
+    """Visible page text after."""
+
+
+class AssertionVerdict(BaseModel):
+    """An assertion judge's answer."""
+
+    verdict: Verdict
+    """yes, no, undetermined (cannot tell) or error (the judge failed)."""
+    reasoning: str
+    """Why."""
+    judge: str
+    """Which judge answered."""
+    votes: list[Verdict] = Field(default_factory=list)
+    """Individual votes when several were taken."""
+
+
+class AssertionJudge(Protocol):
+    """Decides whether an assertion holds after an action."""
+
+    async def __call__(self, request: AssertionRequest) -> AssertionVerdict:
+        """Judge one assertion."""
+        ...
+
+
+class ActionRecord(BaseModel):
+    """Evidence and outcome of one replayed action."""
+
+    index: int
+    """0-based action index."""
+    type: str
+    """Click, Type, Scroll or Press."""
+    description: str
+    """The action's description."""
+    status: Literal["ok", "failed", "not_run"]
+    """ok, failed (this action ended the prefix) or not_run (after a failure)."""
+    failure: FailureClass | None = None
+    """Why it failed."""
+    message: str = ""
+    """Details of the failure."""
+    grounding: Grounding | None = None
+    """The grounder's answer, for actions that target an element."""
+    tool_calls: list[str] = Field(default_factory=list)
+    """Tool calls made, in order."""
+    before: str | None = None
+    """Evidence file of the state before (relative to the evidence folder)."""
+    after: str | None = None
+    """Evidence file of the state after."""
+    scroll_moved_px: float | None = None
+    """For scrolls, how far the page moved."""
+    assertion: AssertionVerdict | None = None
+    """The assertion verdict, when the action has one."""
+    seconds: float = 0.0
+    """Wall time of the action, settling and judging."""
+
+
+class Replay(BaseModel):
+    """One page's replay of a task's actions."""
+
+    total_steps: int
+    """Number of actions."""
+    success_steps: int
+    """Length of the successful prefix."""
+    actions: list[ActionRecord]
+    """Per-action records, in order."""
+    screenshots: dict[int, str] = Field(default_factory=dict)
+    """Step (0 = initial, k = after action k) -> evidence file, for the scored states."""
+    failure: FailureClass | None = None
+    """Failure of the whole page (no page, failed load), if any."""
+    message: str = ""
+    """Details of a page failure."""
+    blocked_requests: int = 0
+    """Requests the sandbox refused."""
+    console_errors: list[str] = Field(default_factory=list)
+    """Console and page errors."""
+    judge_errors: int = 0
+    """Assertion judgements that failed (handled by the run's policy)."""
+    undetermined: int = 0
+    """Assertion judgements that could not decide (handled by the run's policy)."""

@@ -1,0 +1,121 @@
+"""``iwr judge``: replay and score pre-generated pages laid out as the official results tree."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
+from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
+from iwr_bench.cli._common import Subparsers
+from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.errors import UserError
+from iwr_bench.metrics.pair import CachedMetric
+from iwr_bench.metrics.scoring import summarise
+from iwr_bench.registry import create, names
+from iwr_bench.tools.pool import PagePool, PoolConfig
+
+
+def register(sub: Subparsers) -> None:
+    """Add ``iwr judge``."""
+    p = sub.add_parser("judge", help="replay and score generated pages (<pages>/<id>/<model>/index.html)")
+    p.add_argument("--tasks", type=Path, required=True, help="dataset root, .jsonl file or task folder")
+    p.add_argument("--pages", type=Path, required=True, help="results tree with <id>/<model>/index.html")
+    p.add_argument("--out", type=Path, required=True, help="where eval.json and evidence go")
+    p.add_argument("--grounder", default="heuristic", help="grounder name (default heuristic)")
+    p.add_argument("--assertions", default="heuristic", help="assertion judge name (default heuristic)")
+    p.add_argument("--dino", default="facebook/dinov2-base", help="DINOv2 hub id or local folder")
+    p.add_argument("--pages-at-once", type=int, default=2, help="concurrent browser pages (default 2)")
+    p.add_argument("--judge-error-policy", choices=["pass", "fail"], default="fail")
+    p.add_argument("--undetermined-policy", choices=["pass", "fail"], default="pass")
+    p.set_defaults(func=cmd_judge)
+
+
+def _models(pages: Path, tasks: list[Task]) -> list[str]:
+    found = {
+        d.name
+        for t in tasks
+        if (pages / str(t.id)).is_dir()
+        for d in (pages / str(t.id)).iterdir()
+        if d.is_dir()
+    }
+    return sorted(found)
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Judge every (task, model) page; a missing page is scored 0, never skipped."""
+    for role, name in (("grounder", args.grounder), ("assertions", args.assertions)):
+        if name not in names(role):
+            raise UserError(f"unknown {role} {name!r} (known: {', '.join(names(role))})")
+    task_set = load_tasks(args.tasks)
+    if not args.pages.is_dir():
+        raise UserError(f"{args.pages} is not a folder")
+    models = _models(args.pages, task_set.tasks)
+    if not models:
+        raise UserError(f"no pages under {args.pages} (expected <id>/<model>/index.html)")
+    results = anyio.run(_judge_all, args, task_set.tasks, models)
+    _print_summary(results, models)
+    return 0
+
+
+async def _judge_all(args: argparse.Namespace, tasks: list[Task], models: list[str]) -> list[Evaluation]:
+    grounder, _ = create("grounder", args.grounder)
+    assertions, _ = create("assertions", args.assertions)
+    ocr, _ = create("metric", "ocr")
+    dino, _ = create("metric", "dino", model=args.dino)
+    metrics = VisualMetrics(ocr=CachedMetric(ocr), dino=CachedMetric(dino))
+    config = ExecutorConfig(
+        judge_error_policy=args.judge_error_policy, undetermined_policy=args.undetermined_policy
+    )
+    results: list[Evaluation] = []
+    async with PagePool(PoolConfig(size=args.pages_at_once)) as pool:
+        executor = Executor(pool, grounder, assertions, config)
+
+        async def one(task: Task, model: str) -> None:
+            folder = args.pages / str(task.id) / model
+            out = args.out / str(task.id) / model
+            replay = await executor.replay(task, folder if folder.is_dir() else None, out / "evidence")
+            results.append(await evaluate(task, model, replay, out / "evidence", out, metrics))
+            print(f"task {task.id} {model}: {replay.success_steps}/{replay.total_steps} actions", flush=True)
+
+        async with anyio.create_task_group() as tg:
+            for task in tasks:
+                for model in models:
+                    tg.start_soon(one, task, model)
+    return results
+
+
+def _print_summary(results: list[Evaluation], models: list[str]) -> None:
+    table = Table(title="iwr judge (x100)")
+    for col in ("model", "tasks", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "no page"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    lvs_only = False
+    for model in models:
+        rows = [r for r in results if r.model == model]
+        s = summarise([r.score for r in rows])
+        lvs_only |= s.lvs_only
+        missing = sum(r.replay.failure == "no_page" for r in rows)
+        hvs = "n/a" if s.hvs is None else f"{s.hvs:.2f}"
+        table.add_row(
+            model,
+            str(s.tasks),
+            f"{s.ifs:.2f}",
+            f"{s.ifs_micro:.2f}",
+            f"{s.lvs:.2f}",
+            hvs,
+            f"{s.vfs:.2f}",
+            f"{s.final:.2f}",
+            str(missing),
+        )
+    console = Console()
+    console.print(table)
+    backends = {b.label for r in results for b in r.backends}
+    console.print("backends: " + ", ".join(sorted(backends)))
+    if lvs_only:
+        console.print(
+            "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."
+        )
