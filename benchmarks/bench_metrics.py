@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 from PIL import Image
 
+from iwr_bench._torch import import_torchvision
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
 from iwr_bench.agents.judge.executor import Executor
@@ -31,8 +32,10 @@ def _checkpoints(n: int) -> list[Image.Image]:
 
 
 def _tiny_clip(folder: Path) -> tuple[str, str]:
-    import open_clip
     import torch
+
+    import_torchvision()  # before open_clip: PyPI's torchvision needs the shim beside CPU torch
+    import open_clip
 
     name = "bench-tiny-clip"
     cfg = {

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from iwr_bench._torch import import_torchvision
 from iwr_bench.metrics.embed import ClipEmbedder, DinoEmbedder, EmbedderUnavailable, pair_cosines
 from iwr_bench.metrics.pair import CachedMetric
 from iwr_bench.registry import create
@@ -73,8 +74,10 @@ async def test_dino_loads_a_local_checkpoint(images: dict[str, Image.Image], tmp
 
 
 def _tiny_clip(folder: Path) -> tuple[str, Path]:
-    import open_clip
     import torch
+
+    import_torchvision()  # before open_clip: PyPI's torchvision needs the shim beside CPU torch
+    import open_clip
 
     folder.mkdir()
     name = "iwr-tiny-clip"
@@ -99,6 +102,14 @@ async def test_clip_loads_a_local_checkpoint_and_embeds_text(
     same, other = await metric([(images["a"], images["a2"]), (images["a"], images["b"])])
     assert same == pytest.approx(1.0, abs=1e-5) and other <= 1.0
     embedder = ClipEmbedder(name, str(ckpt), device="cpu")
+    embedder.load()
+    import torch
+
+    saved = torch.load(ckpt)["state_dict"]
+    loaded = embedder._model[1].state_dict()  # pyright: ignore[reportPrivateUsage]
+    assert all(
+        torch.equal(loaded[k], v) for k, v in saved.items()
+    )  # the checkpoint's weights, not a fresh init
     text = embedder.embed_text(["a cart page", "weather"])
     assert text.shape == (2, 32)
     assert pair_cosines(embedder, [images["a"]], [images["a2"]])[0] == pytest.approx(1.0, abs=1e-5)
