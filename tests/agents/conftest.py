@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pydantic_ai.models
 import pytest
 from fake_openai import FakeOpenAI, serve
 from pydantic_ai.models import override_allow_model_requests
-
-from iwr_bench.dataset.synthetic import build_task_set
 
 
 @pytest.fixture(autouse=True)
@@ -27,22 +23,6 @@ def allow_requests(no_model_requests: None) -> Iterator[None]:
     """Allow requests: only used with the fake server on 127.0.0.1 (the OpenAI model checks the flag)."""
     with override_allow_model_requests(True):
         yield
-
-
-@pytest.fixture(scope="session")
-def pristine_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A two-task synthetic set (ids 1 and 2, 640x360); do not modify."""
-    root = tmp_path_factory.mktemp("gen-tasks")
-    build_task_set(root, ids=(1, 2))
-    return root
-
-
-@pytest.fixture
-def tasks_root(pristine_tasks: Path, tmp_path: Path) -> Path:
-    """A private copy of the task set."""
-    dest = tmp_path / "ds"
-    shutil.copytree(pristine_tasks, dest)
-    return dest
 
 
 @pytest.fixture
