@@ -1,8 +1,8 @@
 """``iwr demo``: the offline main job on the built-in suite.
 
-Today it validates and lists the built-in suite (or, while no recorded suite ships, a
-synthetic one it draws). It will run generation and judging once the engine exists; it
-never prints scores it did not compute.
+Today it validates and lists the built-in suite (or, when no recorded suite ships, a
+synthetic one it draws). It will run generation and judging in one go once the engine
+(``iwr run``) exists; it never prints scores it did not compute.
 """
 
 from __future__ import annotations
@@ -39,5 +39,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     rc = cmd_validate(argparse.Namespace(path=suite, strict=False, quick=False, json=False))
     print()
     cmd_list(argparse.Namespace(path=suite, json=False))
-    print("\nGeneration and judging are not built yet; no scores are shown.")
+    print(
+        "\nThe one-command pipeline (iwr run) is not built yet, so no scores are shown here. To score "
+        "pages now: iwr generate --tasks <suite> --model oracle --out build/pages, then "
+        "iwr judge --tasks <suite> --pages build/pages --out build/judged (see README)."
+    )
     return rc
