@@ -9,12 +9,12 @@ the record that names them is returned.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
+from iwr_bench.agents.events import Emit, emitting
 from iwr_bench.agents.grounding import Grounder, GroundingRequest
 from iwr_bench.agents.judge.records import (
     ActionRecord,
@@ -31,7 +31,6 @@ from iwr_bench.tools.pool import PagePool
 from iwr_bench.tools.tools import PageTools
 
 Policy = Literal["pass", "fail"]
-Emit = Callable[[str, dict[str, object]], None]
 
 
 class ExecutorConfig(BaseModel):
@@ -87,8 +86,9 @@ class Executor:
             viewport=Viewport(width=size.width, height=size.height),
         )
         try:
-            async with self.pool.page(spec) as tools:
-                return await self._run(tools, actions, evidence)
+            with emitting(self.emit):
+                async with self.pool.page(spec) as tools:
+                    return await self._run(tools, actions, evidence)
         except PageFailure as exc:
             return _page_failure(actions, "page_load_failed", str(exc))
 
