@@ -96,6 +96,21 @@ def pair_cosines(
     return [float(np.clip(x, 0.0, 1.0)) for x in np.sum(a * b, axis=1)]
 
 
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the model hub answers a TCP connection (so an offline machine fails fast, not after retries)."""
+    import socket
+    from urllib.parse import urlparse
+
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host = endpoint.hostname or "huggingface.co"
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 class DinoEmbedder(ImageEmbedder):
     """DINOv2 CLS-token embeddings through transformers, from a hub id or a local folder."""
 
@@ -121,6 +136,7 @@ class DinoEmbedder(ImageEmbedder):
         from transformers import AutoImageProcessor, AutoModel
 
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+        offline = offline or Path(self.model_name).exists() or not hub_reachable()
         try:
             processor = AutoImageProcessor.from_pretrained(self.model_name, local_files_only=offline)
             model = (

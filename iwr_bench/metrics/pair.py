@@ -15,6 +15,7 @@ import anyio.to_thread
 from PIL import Image
 
 from iwr_bench.metrics.backend import Backend
+from iwr_bench.metrics.cache import MetricCache, namespace
 from iwr_bench.metrics.embed import (
     DINO_DEFAULT,
     ClipEmbedder,
@@ -71,10 +72,14 @@ class ThreadedMetric:
 
 
 class CachedMetric:
-    """Reuses values for pairs whose pixels were seen before (identical screenshots are common)."""
+    """Reuses values for pairs whose pixels were seen before (identical screenshots are common).
 
-    def __init__(self, inner: PairMetric) -> None:
+    With ``store`` the values also persist across runs (see :mod:`iwr_bench.metrics.cache`).
+    """
+
+    def __init__(self, inner: PairMetric, store: MetricCache | None = None) -> None:
         self.inner = inner
+        self.store = store
         self._values: dict[tuple[str, str], float] = {}
         self.hits = 0
 
@@ -86,11 +91,20 @@ class CachedMetric:
     async def __call__(self, pairs: Sequence[Pair]) -> list[float]:
         """Similarities, computing only pairs not already known."""
         keys = [(pixel_digest(a), pixel_digest(b)) for a, b in pairs]
+        ns = namespace(self.inner.backend)
+        if self.store is not None:
+            for key in keys:
+                if key not in self._values:
+                    known = self.store.get(ns + "|pair", f"{key[0]}:{key[1]}")
+                    if isinstance(known, (int, float)):
+                        self._values[key] = float(known)
         todo = {k: p for k, p in zip(keys, pairs, strict=True) if k not in self._values}
         self.hits += len(pairs) - len(todo)
         if todo:
             for key, value in zip(todo, await self.inner(list(todo.values())), strict=True):
                 self._values[key] = value
+                if self.store is not None:
+                    self.store.put(ns + "|pair", f"{key[0]}:{key[1]}", value)
         return [self._values[k] for k in keys]
 
 
@@ -102,12 +116,31 @@ def _embedding_metric(embedder: ImageEmbedder) -> ThreadedMetric:
 
 
 @register("metric", "ocr")
-def ocr_metric(device: str = "auto") -> ThreadedMetric:
-    """EasyOCR text similarity (1 - normalised Levenshtein)."""
+def ocr_metric(device: str = "auto", cache_dir: str | None = None) -> ThreadedMetric:
+    """EasyOCR text similarity (1 - normalised Levenshtein).
+
+    Each image is read once per run (by pixel digest); with ``cache_dir`` the text also persists
+    across runs, so a checkpoint is read once for every model judged against it.
+    """
     reader = EasyOcr(device=device)
+    store = MetricCache.default(cache_dir) if cache_dir is not None else None
+    texts: dict[str, str] = {}
+
+    def read(img: Image.Image) -> str:
+        digest = pixel_digest(img)
+        if digest not in texts:
+            ns = namespace(reader.backend) + "|text"
+            known = store.get(ns, digest) if store is not None else None
+            if isinstance(known, str):
+                texts[digest] = known
+            else:
+                texts[digest] = reader.read(img)
+                if store is not None:
+                    store.put(ns, digest, texts[digest])
+        return texts[digest]
 
     def batch(pairs: Sequence[Pair]) -> list[float]:
-        return [text_similarity(reader.read(a), reader.read(b)) for a, b in pairs]
+        return [text_similarity(read(a), read(b)) for a, b in pairs]
 
     return ThreadedMetric(reader.backend, batch)
 

@@ -123,7 +123,10 @@ class Executor:
                 record.status, record.failure, record.message = "failed", failure, str(exc)
             record.seconds = round(time.perf_counter() - start, 3)
             records.append(record)
-            self.emit("action_finished", record.model_dump(include={"index", "status", "failure", "message"}))
+            self.emit(
+                "action_finished",
+                {**record.model_dump(include={"index", "status", "failure", "message"}), "screenshot": record.after},
+            )
             if record.status == "ok":
                 success += 1
                 if action.visual_evaluation_flag and record.after:
@@ -184,7 +187,16 @@ class Executor:
         )
         grounding = await self.grounder(request)
         record.grounding = grounding
-        self.emit("action_grounded", {"index": record.index, **grounding.model_dump(exclude={"candidates"})})
+        self.emit(
+            "action_grounded",
+            {
+                "index": record.index,
+                "element": grounding.index,
+                "score": grounding.score,
+                "reason": grounding.reason,
+                "grounder": grounding.grounder,
+            },
+        )
         if grounding.index is None:
             raise _Failed("element_not_found", grounding.reason)
         return grounding.index

@@ -1,0 +1,289 @@
+"""``iwr run`` (the main command) and ``iwr runs show``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from iwr_bench.agents.generation import ModelConfig
+from iwr_bench.cli._common import Subparsers
+from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config
+from iwr_bench.engine.progress import LiveProgress, PlainProgress
+from iwr_bench.engine.run import Engine, RunOutcome, run_summary
+from iwr_bench.engine.store import STORE_NAME, RunStore, StoreError
+from iwr_bench.errors import UserError
+
+
+def register(sub: Subparsers) -> None:
+    """Add ``iwr run`` and ``iwr runs``."""
+    p = sub.add_parser(
+        "run",
+        help="generate and judge every (task, model) pair, resumably (no options: the offline demo)",
+        description="With no options: the built-in suite, baselines oracle/screenshot/blank, offline judges.",
+    )
+    p.add_argument("-c", "--config", type=Path, help="TOML run file (see README: Run files)")
+    p.add_argument("--tasks", help="dataset root, .jsonl file or task folder (default: the built-in suite)")
+    p.add_argument("--only", help="comma-separated task ids to keep")
+    p.add_argument("--model", action="append", metavar="NAME", help="model or baseline; repeatable")
+    p.add_argument("--out", type=Path, help="run folder (default runs/<UTC time>)")
+    p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped run")
+    p.add_argument("--retry-failed", action="store_true", help="on resume, also redo jobs that failed")
+    p.add_argument("--grounder", help="grounder: heuristic (default) or llm")
+    p.add_argument("--assertions", help="assertion judge: heuristic (default) or llm")
+    p.add_argument("--judge-model", help="model of the llm grounder / assertion judge")
+    p.add_argument(
+        "--rubric", metavar="MODEL", help="rubric (HVS) judge model; without it HVS is unavailable"
+    )
+    p.add_argument("--judge-base-url", help="OpenAI-compatible server of the judge model(s)")
+    p.add_argument("--judge-api-key-env", help="environment variable with the judge model's key")
+    p.add_argument("--votes", type=int, help="k-vote majority of the llm assertion judge")
+    p.add_argument("--judge-error-policy", choices=["pass", "fail"])
+    p.add_argument("--undetermined-policy", choices=["pass", "fail"])
+    p.add_argument("--pages-at-once", type=int, metavar="N", help="browser pages at once (default 2)")
+    p.add_argument("--metric-workers", type=int, metavar="N", help="metric batches at once (default 1)")
+    p.add_argument("--judge-calls", type=int, metavar="N", help="judge-model requests at once (default 4)")
+    p.add_argument("--model-calls", type=int, metavar="N", help="generation requests at once per provider")
+    p.add_argument("--dino", help="DINOv2 hub id or local folder")
+    p.add_argument("--no-metric-cache", action="store_true", help="do not reuse metric values across runs")
+    p.add_argument("--budget", type=float, metavar="USD", help="stop new paid generation calls past this")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
+    out.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
+    p.set_defaults(func=cmd_run)
+
+    runs = sub.add_parser("runs", help="inspect run folders")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="COMMAND")
+    show = runs_sub.add_parser("show", help="manifest, status and summary of a run")
+    show.add_argument("run_dir", type=Path)
+    show.add_argument("--json", action="store_true", help="everything as JSON")
+    show.set_defaults(func=cmd_runs_show)
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise UserError(f"{name} must be at least 1")
+
+
+def build_config(args: argparse.Namespace) -> RunConfig:
+    """The run config: the run file (if any), then the command-line options over it.
+
+    Raises:
+        UserError: a bad run file or option.
+    """
+    for name in ("pages_at_once", "metric_workers", "judge_calls", "model_calls", "votes"):
+        _positive("--" + name.replace("_", "-"), getattr(args, name))
+    base = load_run_config(args.config) if args.config else RunConfig()
+    data: dict[str, Any] = base.model_dump(mode="json")
+    if args.tasks:
+        data["tasks"] = args.tasks
+    if args.only:
+        try:
+            data["only"] = [int(x) for x in args.only.split(",") if x.strip()]
+        except ValueError as exc:
+            raise UserError(f"--only takes comma-separated task ids, not {args.only!r}") from exc
+    if args.model:
+        known = {m.name: m for m in base.models}
+        data["models"] = [
+            (known.get(n) or ModelConfig(name=n)).model_dump(mode="json") for n in dict.fromkeys(args.model)
+        ]
+    judge = data["judge"]
+    for opt, key in (
+        ("grounder", "grounder"),
+        ("assertions", "assertions"),
+        ("judge_model", "model"),
+        ("rubric", "rubric"),
+        ("judge_base_url", "base_url"),
+        ("judge_api_key_env", "api_key_env"),
+        ("votes", "votes"),
+        ("judge_error_policy", "judge_error_policy"),
+        ("undetermined_policy", "undetermined_policy"),
+    ):
+        if getattr(args, opt) is not None:
+            judge[key] = getattr(args, opt)
+    limits = data["limits"]
+    for opt, key in (
+        ("pages_at_once", "browser_pages"),
+        ("metric_workers", "metric_workers"),
+        ("judge_calls", "judge_calls"),
+        ("model_calls", "model_calls"),
+    ):
+        if getattr(args, opt) is not None:
+            limits[key] = getattr(args, opt)
+    if args.dino:
+        data["metrics"]["dino"] = args.dino
+    if args.no_metric_cache:
+        data["metrics"]["cache"] = False
+    if args.budget is not None:
+        if args.budget < 0:
+            raise UserError("--budget must not be negative")
+        data["budget_usd"] = args.budget
+    return parse_run_config(data, str(args.config) if args.config else "options")
+
+
+def _run_dir(args: argparse.Namespace, config: RunConfig) -> Path:
+    if args.out:
+        return args.out
+    if config.out:
+        return Path(config.out).expanduser()
+    return Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+
+
+def _resumed_config(run_dir: Path) -> RunConfig:
+    if not (run_dir / STORE_NAME).is_file():
+        raise UserError(f"{run_dir} is not a run folder (no {STORE_NAME})")
+    try:
+        store = RunStore.open_run(run_dir, readonly=True)
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    try:
+        stored = store.manifest().get("config")
+    finally:
+        store.close()
+    if not isinstance(stored, dict):
+        raise UserError(f"{run_dir}: the run's manifest has no config; it cannot be resumed")
+    return parse_run_config(stored, f"{run_dir} manifest")  # pyright: ignore[reportUnknownArgumentType]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run or resume; exit 0 only when the run completed."""
+    if args.resume:
+        run_dir: Path = args.resume
+        config = _resumed_config(run_dir)
+    else:
+        config = build_config(args)
+        run_dir = _run_dir(args, config)
+        if (run_dir / STORE_NAME).exists():
+            raise UserError(f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`")
+    engine = Engine(config, run_dir, resume=bool(args.resume), retry_failed=args.retry_failed)
+    engine.prepare()
+    if args.tui:
+        from iwr_bench.tui.app import run_tui
+
+        outcome = run_tui(engine)
+    else:
+        outcome = _run_plain(engine, quiet=args.quiet or args.json)
+    return _finish(engine, outcome, as_json=args.json, quiet=args.quiet)
+
+
+def _run_plain(engine: Engine, *, quiet: bool) -> RunOutcome:
+    progress: LiveProgress | PlainProgress | None
+    if quiet:
+        progress = None
+    elif sys.stderr.isatty():
+        progress = LiveProgress()
+    else:
+        progress = PlainProgress()
+    if progress is None:
+        return anyio.run(engine.run)
+    engine.bus.subscribe(progress)
+    with progress:
+        return anyio.run(engine.run)
+
+
+def _finish(engine: Engine, outcome: RunOutcome, *, as_json: bool, quiet: bool) -> int:
+    assert engine.store is not None
+    summary = run_summary(engine.store)
+    summary["run_dir"] = str(outcome.run_dir)
+    summary["wall_s"] = round(outcome.wall_s, 3)
+    if as_json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    elif not quiet:
+        print_summary(summary)
+    if outcome.status == "completed":
+        print(f"run completed in {outcome.wall_s:.1f} s: {outcome.run_dir}", file=sys.stderr)
+        return 0
+    if outcome.status == "cancelled":
+        print(f"run stopped; continue it with: iwr run --resume {outcome.run_dir}", file=sys.stderr)
+        return 130
+    print(
+        f"run failed ({outcome.message}); continue it with: iwr run --resume {outcome.run_dir}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    """The per-model table (x100) and failure counts."""
+    table = Table(title=f"iwr run: {summary.get('run_dir', '')} (x100)")
+    for col in ("model", "judged", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "failures", "cost"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    lvs_only = False
+    for name, m in summary["models"].items():
+        lvs_only |= bool(m["lvs_only"])
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(m["failures"].items())) or "0"
+        table.add_row(
+            name,
+            f"{m['judged']}/{m['tasks']}",
+            _num(m["ifs"]),
+            _num(m["ifs_micro"]),
+            _num(m["lvs"]),
+            _num(m["hvs"]),
+            _num(m["vfs"]),
+            _num(m["final"]),
+            fails,
+            f"${m['cost_usd']:.4f}",
+        )
+    console = Console() if sys.stdout.isatty() else Console(width=140)
+    console.print(table)
+    if lvs_only:
+        console.print(
+            "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."
+        )
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    """Print a run's manifest, status and summary."""
+    try:
+        store = RunStore.open_run(args.run_dir, readonly=True)
+    except StoreError as exc:
+        raise UserError(str(exc)) from exc
+    try:
+        manifest = store.manifest()
+        summary = run_summary(store)
+        jobs = store.jobs()
+    finally:
+        store.close()
+    counts: dict[str, int] = {}
+    for j in jobs:
+        counts[f"{j.stage}:{j.status}"] = counts.get(f"{j.stage}:{j.status}", 0) + 1
+    if args.json:
+        print(
+            json.dumps({"manifest": manifest, "summary": summary, "jobs": counts}, indent=2, sort_keys=True)
+        )
+        return 0
+    console = Console()
+    console.print(f"[bold]{args.run_dir}[/bold]  status: {summary['status']}")
+    console.print("jobs: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for key in (
+        "created",
+        "tasks_source",
+        "task_ids",
+        "models",
+        "python",
+        "os",
+        "chromium",
+        "policies",
+        "judges",
+    ):
+        if key in manifest:
+            console.print(f"{key}: {json.dumps(manifest[key])}")
+    console.print("packages: " + ", ".join(f"{k} {v}" for k, v in manifest.get("packages", {}).items()))
+    for b in manifest.get("metric_backends", []):
+        sub = " (substitute)" if b.get("substitute") else ""
+        console.print(f"metric {b['metric']}: {b.get('model') or b.get('engine')} on {b.get('device')}{sub}")
+    summary["run_dir"] = str(args.run_dir)
+    print_summary(summary)
+    return 0

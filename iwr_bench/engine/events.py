@@ -1,0 +1,312 @@
+"""Typed events of a run: published in-process to subscribers and appended to the run's store.
+
+Every event carries a sequence number (assigned by the bus, dense from 1 within a run), a wall
+clock time and, for job events, the job id (``gen/<task>/<model>`` or ``judge/<task>/<model>``).
+Another process follows a run by reading the ``events`` table from the last sequence it saw.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+log = logging.getLogger(__name__)
+
+Stage = Literal["gen", "judge"]
+
+
+class _Event(BaseModel):
+    seq: int = 0
+    """Position in the run's event log (assigned on publish)."""
+    time: float = Field(default_factory=time.time)
+    """Unix time of the event."""
+    job: str | None = None
+    """Job the event belongs to, if any."""
+
+
+class RunStarted(_Event):
+    """A run (or a resumed run) began."""
+
+    kind: Literal["run_started"] = "run_started"
+    run_id: str
+    """Run id."""
+    models: list[str]
+    """Model names (results-folder slugs), in order."""
+    tasks: list[int]
+    """Task ids, in order."""
+    resumed: bool = False
+    """Whether this continues an earlier, interrupted session."""
+    limits: dict[str, int] = Field(default_factory=dict[str, int])
+    """Capacity of each named limit."""
+
+
+class RunFinished(_Event):
+    """A run session ended."""
+
+    kind: Literal["run_finished"] = "run_finished"
+    status: Literal["completed", "cancelled", "failed"]
+    """completed, cancelled (Ctrl-C; resumable) or failed (an engine error; resumable)."""
+    wall_s: float
+    """Wall time of this session."""
+    message: str = ""
+    """Details."""
+
+
+class JobQueued(_Event):
+    """A job is waiting for its inputs or a limit."""
+
+    kind: Literal["job_queued"] = "job_queued"
+    stage: Stage
+    task_id: int
+    model: str
+
+
+class JobStarted(_Event):
+    """A job began its work."""
+
+    kind: Literal["job_started"] = "job_started"
+    stage: Stage
+    task_id: int
+    model: str
+
+
+class JobFinished(_Event):
+    """A job ended, with a result or a recorded failure."""
+
+    kind: Literal["job_finished"] = "job_finished"
+    stage: Stage
+    task_id: int
+    model: str
+    status: Literal["done", "failed", "skipped"]
+    """done, failed (a recorded failure: still scored) or skipped (already done before a resume)."""
+    failure: str | None = None
+    """Failure class, when failed."""
+    message: str = ""
+    """Details of the failure."""
+    scores: dict[str, float | None] | None = None
+    """For judging: ifs, lvs, hvs, vfs, final (0-1) and steps."""
+    cost_usd: float = 0.0
+    """Money paid by this job in this session."""
+    seconds: float = 0.0
+    """Wall time of the job."""
+
+
+class GenerationFinished(_Event):
+    """A page was generated (or its generation failed)."""
+
+    kind: Literal["generation_finished"] = "generation_finished"
+    task_id: int
+    model: str
+    status: str
+    """ok, empty, truncated or failed."""
+    cache_hit: bool = False
+    """Served from the response cache."""
+    attempts: int = 0
+    """Model requests made."""
+    cost_usd: float | None = None
+    """Cost of the answer, when priced."""
+
+
+class ActionStarted(_Event):
+    """The executor began an action."""
+
+    kind: Literal["action_started"] = "action_started"
+    index: int
+    type: str
+    description: str
+
+
+class ActionGrounded(_Event):
+    """A grounder chose an element (or none)."""
+
+    kind: Literal["action_grounded"] = "action_grounded"
+    index: int
+    element: int | None
+    """Chosen element index from ``observe``."""
+    score: float = 0.0
+    reason: str = ""
+    grounder: str = ""
+
+
+class ActionExecuted(_Event):
+    """An action finished: ok or failed with a reason."""
+
+    kind: Literal["action_executed"] = "action_executed"
+    index: int
+    status: str
+    failure: str | None = None
+    message: str = ""
+    screenshot: str | None = None
+    """Evidence file of the state after the action (relative to the run folder)."""
+
+
+class JudgeDelta(_Event):
+    """A piece of a judge model's streamed reasoning or answer."""
+
+    kind: Literal["judge_delta"] = "judge_delta"
+    role: str
+    """grounder, assertions or rubric."""
+    text: str
+
+
+class JudgeToolCall(_Event):
+    """A tool a judge agent called."""
+
+    kind: Literal["judge_tool_call"] = "judge_tool_call"
+    role: str
+    tool: str
+    args: str = ""
+
+
+class JudgeRetry(_Event):
+    """A judge answer was retried."""
+
+    kind: Literal["judge_retry"] = "judge_retry"
+    role: str
+    attempt: int
+    error: str
+
+
+class AssertionVerdictEvent(_Event):
+    """An assertion judge's verdict on one action."""
+
+    kind: Literal["assertion_verdict"] = "assertion_verdict"
+    index: int
+    verdict: str
+    reasoning: str
+    judge: str
+    votes: list[str] = Field(default_factory=list[str])
+
+
+class MetricComputed(_Event):
+    """A visual score of one scored pair."""
+
+    kind: Literal["metric_computed"] = "metric_computed"
+    step: int
+    metric: str
+    """ocr, dino or rubric."""
+    value: float | None
+    backend: str
+    """Backend label; substitutes say so."""
+
+
+class LimitOccupancy(_Event):
+    """How busy a named limit is."""
+
+    kind: Literal["limit_occupancy"] = "limit_occupancy"
+    name: str
+    in_use: int
+    capacity: int
+    waiting: int
+
+
+class FailureEvent(_Event):
+    """Something failed (recorded as data; the run goes on)."""
+
+    kind: Literal["failure"] = "failure"
+    stage: Stage | Literal["run"]
+    failure: str
+    message: str
+
+
+Event = Annotated[
+    RunStarted
+    | RunFinished
+    | JobQueued
+    | JobStarted
+    | JobFinished
+    | GenerationFinished
+    | ActionStarted
+    | ActionGrounded
+    | ActionExecuted
+    | JudgeDelta
+    | JudgeToolCall
+    | JudgeRetry
+    | AssertionVerdictEvent
+    | MetricComputed
+    | LimitOccupancy
+    | FailureEvent,
+    Field(discriminator="kind"),
+]
+"""Any event."""
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: str | bytes) -> Event:
+    """An event from its JSON form."""
+    return EVENT_ADAPTER.validate_json(data)
+
+
+class EventSink(Protocol):
+    """Where the bus writes events durably (the run store)."""
+
+    def append_event(self, event: Event) -> None:
+        """Persist one event."""
+        ...
+
+    def last_event_seq(self) -> int:
+        """Highest sequence number persisted."""
+        ...
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    """Numbers events, persists them, and hands them to in-process subscribers.
+
+    Subscribers are called synchronously on the event loop and must return quickly; an
+    exception in one is logged and does not stop the run.
+    """
+
+    def __init__(self, sink: EventSink | None = None) -> None:
+        self.sink = sink
+        self._seq = sink.last_event_seq() if sink is not None else 0
+        self._subscribers: list[Subscriber] = []
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Call ``subscriber`` with every later event; returns a function that unsubscribes."""
+        self._subscribers.append(subscriber)
+        return lambda: self._subscribers.remove(subscriber)
+
+    def publish(self, event: Event) -> Event:
+        """Assign the next sequence number, persist, and notify subscribers."""
+        self._seq += 1
+        event.seq = self._seq
+        if self.sink is not None:
+            self.sink.append_event(event)
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception:
+                log.exception("event subscriber failed on %s", event.kind)
+        return event
+
+
+_AGENT_KINDS: dict[str, type[_Event]] = {
+    "action_started": ActionStarted,
+    "action_grounded": ActionGrounded,
+    "action_finished": ActionExecuted,
+    "assertion_verdict": AssertionVerdictEvent,
+    "judge_delta": JudgeDelta,
+    "judge_tool_call": JudgeToolCall,
+    "judge_retry": JudgeRetry,
+}
+
+
+def from_agent(kind: str, data: dict[str, Any], job: str) -> Event | None:
+    """The typed event for an agent's ``emit(kind, data)`` (see :mod:`iwr_bench.agents.events`)."""
+    cls = _AGENT_KINDS.get(kind)
+    if cls is None:
+        return None
+    try:
+        event = cls.model_validate({**data, "job": job})
+    except ValueError as exc:
+        log.debug("dropping malformed agent event %s: %s", kind, exc)
+        return None
+    return event  # type: ignore[return-value]

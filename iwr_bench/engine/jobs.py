@@ -1,0 +1,91 @@
+"""The units of work: one generation, or one judging, of a (task, model) pair.
+
+A job is plain data (:class:`GenerateJob`, :class:`JudgeJob`): it names its inputs by path and
+content digest and its outputs by folder, so it can be serialised and shipped to a worker on
+another machine. Executing it (:func:`execute_generate`, :func:`execute_judge`) returns results
+as data (:class:`~iwr_bench.agents.generation.GenerationResult`,
+:class:`~iwr_bench.agents.judge.evaluate.Evaluation`) that the store records; the worker needs
+the agents, tools and metrics it is given, and nothing of the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+import anyio.to_thread
+from pydantic import BaseModel
+
+from iwr_bench.agents.generation import GenerationResult, Generator, write_result
+from iwr_bench.agents.generation.output import PAGE
+from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
+from iwr_bench.agents.judge.executor import Executor
+from iwr_bench.dataset.layout import Task
+
+
+class GenerateJob(BaseModel):
+    """Generate the page of one task with one model."""
+
+    kind: Literal["generate"] = "generate"
+    id: str
+    """Job id (``gen/<task>/<model>``)."""
+    task_id: int
+    """Task id."""
+    task_dir: str
+    """The task's folder (video, assets, sheets)."""
+    record_sha256: str
+    """Digest of the task record the page is generated from."""
+    model: str
+    """Model (results-folder slug)."""
+    pages_root: str
+    """Results tree the page is written into (``<root>/<task>/<model>/index.html``)."""
+
+
+class JudgeJob(BaseModel):
+    """Replay and score one generated page."""
+
+    kind: Literal["judge"] = "judge"
+    id: str
+    """Job id (``judge/<task>/<model>``)."""
+    task_id: int
+    """Task id."""
+    task_dir: str
+    """The task's folder (checkpoints, assets)."""
+    record_sha256: str
+    """Digest of the task record whose actions are replayed."""
+    model: str
+    """Model (results-folder slug)."""
+    page: str
+    """Folder with the page's ``index.html``."""
+    page_sha256: str | None
+    """Digest of ``index.html`` (None when there is no page)."""
+    out: str
+    """Folder for ``eval.json``, ``evalpoints/`` and ``evidence/``."""
+
+
+def record_digest(task: Task) -> str:
+    """Digest of a task's record (what its actions and checkpoints mean)."""
+    return hashlib.sha256(task.record.model_dump_json().encode()).hexdigest()
+
+
+def page_digest(folder: Path) -> str | None:
+    """Digest of a page's ``index.html``, or None when there is none."""
+    page = folder / PAGE
+    return hashlib.sha256(page.read_bytes()).hexdigest() if page.is_file() else None
+
+
+async def execute_generate(job: GenerateJob, task: Task, generator: Generator) -> GenerationResult:
+    """Generate and write the page (the files exist before this returns)."""
+    result = await generator(task)
+    await anyio.to_thread.run_sync(write_result, Path(job.pages_root), result)
+    return result
+
+
+async def execute_judge(job: JudgeJob, task: Task, executor: Executor, metrics: VisualMetrics) -> Evaluation:
+    """Replay the page, score it and write its evidence and ``eval.json``."""
+    out = Path(job.out)
+    evidence = out / "evidence"
+    page = Path(job.page)
+    replay = await executor.replay(task, page if page.is_dir() else None, evidence)
+    return await evaluate(task, job.model, replay, evidence, out, metrics)

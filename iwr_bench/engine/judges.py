@@ -1,0 +1,127 @@
+"""The judges of a run, built from its ``[judge]`` settings.
+
+Offline judges come from the registry. LLM judges get their model wrapped in
+:class:`~iwr_bench.engine.judge_model.StoredModel`, so their requests count against the
+"judge calls" limit and their answers are kept in the run's store.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+from pydantic_ai.models import Model
+
+from iwr_bench.agents.generation import ModelConfig, build_model
+from iwr_bench.agents.grounding import Grounder
+from iwr_bench.agents.judge.records import AssertionJudge
+from iwr_bench.engine.config import JudgeSettings
+from iwr_bench.engine.judge_model import StoredModel
+from iwr_bench.engine.limits import Limits
+from iwr_bench.engine.store import RunStore
+from iwr_bench.errors import UserError
+from iwr_bench.registry import create, names
+
+
+class JudgeSet:
+    """Grounder, assertion judge and (optional) rubric judge of a run."""
+
+    def __init__(
+        self,
+        grounder: Grounder,
+        assertions: AssertionJudge,
+        rubric: Any = None,
+        *,
+        models: list[Model] | None = None,
+        description: dict[str, Any] | None = None,
+    ) -> None:
+        self.grounder = grounder
+        self.assertions = assertions
+        self.rubric = rubric
+        self.models = models or []
+        self._description = description or {}
+        self._stack = AsyncExitStack()
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about the judges."""
+        return {
+            "grounder": getattr(self.grounder, "name", type(self.grounder).__name__),
+            "assertions": getattr(self.assertions, "name", type(self.assertions).__name__),
+            "rubric": None
+            if self.rubric is None
+            else getattr(self.rubric, "name", type(self.rubric).__name__),
+            **self._description,
+        }
+
+    async def __aenter__(self) -> JudgeSet:
+        for model in self.models:
+            await self._stack.enter_async_context(model)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._stack.aclose()
+
+
+def _judge_model(
+    settings: JudgeSettings, name: str, role: str, limits: Limits, store: RunStore
+) -> StoredModel:
+    config = ModelConfig(
+        name=name, base_url=settings.base_url or None, api_key_env=settings.api_key_env or None
+    )
+    return StoredModel(
+        build_model(config), role=role, limit=limits.judge, get=store.get_call, put=store.put_call
+    )
+
+
+def build_judges(settings: JudgeSettings, limits: Limits, store: RunStore) -> JudgeSet:
+    """The run's judges.
+
+    Raises:
+        UserError: an unknown judge, an llm judge with no model, or a missing API key.
+    """
+    for role, name in (("grounder", settings.grounder), ("assertions", settings.assertions)):
+        if name not in names(role):
+            raise UserError(f"unknown {role} {name!r} (known: {', '.join(names(role))})")
+    models: list[Model] = []
+    description: dict[str, Any] = {}
+    needs_model = "llm" in (settings.grounder, settings.assertions)
+    if needs_model and not settings.model:
+        raise UserError(
+            "an llm grounder or assertion judge needs a judge model: set [judge] model (or --judge-model)"
+        )
+    if settings.grounder == "llm":
+        from iwr_bench.agents.grounding_llm import LLMGrounder
+
+        model = _judge_model(settings, settings.model, "grounder", limits, store)
+        models.append(model)
+        grounder: Grounder = LLMGrounder(model, retries=settings.retries, name=f"llm:{settings.model}")
+    else:
+        grounder, _ = create("grounder", settings.grounder)
+    if settings.assertions == "llm":
+        from iwr_bench.agents.judge.llm import LLMAssertionJudge
+
+        model = _judge_model(settings, settings.model, "assertions", limits, store)
+        models.append(model)
+        assertions: AssertionJudge = LLMAssertionJudge(
+            model, votes=settings.votes, retries=settings.retries, name=f"llm:{settings.model}"
+        )
+    else:
+        assertions, _ = create("assertions", settings.assertions)
+    rubric: Any = None
+    if settings.rubric:
+        from iwr_bench.agents.judge.rubric import RubricJudge
+
+        model = _judge_model(settings, settings.rubric, "rubric", limits, store)
+        models.append(model)
+        rubric = RubricJudge(model, retries=settings.retries, name=f"llm:{settings.rubric}")
+    if settings.model:
+        description["judge_model"] = settings.model
+    if settings.rubric:
+        description["rubric_model"] = settings.rubric
+    if settings.base_url:
+        description["judge_base_url"] = settings.base_url
+    description["votes"] = settings.votes
+    return JudgeSet(grounder, assertions, rubric, models=models, description=description)

@@ -1,0 +1,153 @@
+"""Progress of a run without the TUI: a live rich table on a terminal, plain lines otherwise.
+
+Both are event subscribers; they only count and format, so they cost the run next to nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from iwr_bench.engine.events import Event, FailureEvent, JobFinished, RunStarted
+
+
+@dataclass
+class ModelProgress:
+    """Counters of one model."""
+
+    total: int = 0
+    generated: int = 0
+    judged: int = 0
+    failures: int = 0
+    cost_usd: float = 0.0
+    ifs: list[float] = field(default_factory=list[float])
+    vfs: list[float] = field(default_factory=list[float])
+    final: list[float] = field(default_factory=list[float])
+
+
+class ProgressState:
+    """What the progress views show, folded from events."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, ModelProgress] = {}
+        self.started = time.monotonic()
+        self.skipped = 0
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in."""
+        if isinstance(event, RunStarted):
+            self.started = time.monotonic()
+            for m in event.models:
+                self.models.setdefault(m, ModelProgress()).total = len(event.tasks)
+        elif isinstance(event, JobFinished):
+            p = self.models.setdefault(event.model, ModelProgress())
+            if event.status == "skipped":
+                self.skipped += 1
+            if event.stage == "gen":
+                p.generated += 1
+                p.cost_usd += event.cost_usd
+            else:
+                p.judged += 1
+                scores = event.scores or {}
+                for name, values in (("ifs", p.ifs), ("vfs", p.vfs), ("final", p.final)):
+                    value = scores.get(name)
+                    if value is not None:
+                        values.append(value)
+        elif isinstance(event, FailureEvent) and event.job:
+            model = event.job.split("/")[-1]
+            self.models.setdefault(model, ModelProgress()).failures += 1
+
+    def eta_s(self) -> float | None:
+        """Seconds left at the judging rate so far (None before the first judged page)."""
+        done = sum(p.judged for p in self.models.values()) - self.skipped // 2
+        total = sum(p.total for p in self.models.values())
+        left = total - sum(p.judged for p in self.models.values())
+        if done <= 0 or left <= 0:
+            return None if left > 0 else 0.0
+        return (time.monotonic() - self.started) / done * left
+
+    def table(self) -> Table:
+        """The rich table."""
+        eta = self.eta_s()
+        title = "iwr run" + ("" if eta is None else f" - ETA {eta:.0f} s")
+        table = Table(title=title)
+        for col in ("model", "generated", "judged", "IFS", "VFS", "Final", "failures", "cost"):
+            table.add_column(col, justify="left" if col == "model" else "right")
+        for name, p in self.models.items():
+            table.add_row(
+                name,
+                f"{p.generated}/{p.total}",
+                f"{p.judged}/{p.total}",
+                _mean(p.ifs),
+                _mean(p.vfs),
+                _mean(p.final),
+                str(p.failures),
+                f"${p.cost_usd:.4f}",
+            )
+        return table
+
+
+def _mean(values: list[float]) -> str:
+    return f"{100 * fmean(values):.2f}" if values else "-"
+
+
+class LiveProgress:
+    """A live table on a terminal (refreshed a few times a second)."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.state = ProgressState()
+        self.console = console or Console(stderr=True)
+        self.live = Live(self.state.table(), console=self.console, refresh_per_second=4, transient=False)
+
+    def __call__(self, event: Event) -> None:
+        """Subscriber."""
+        self.state.apply(event)
+        if isinstance(event, RunStarted | JobFinished):
+            self.live.update(self.state.table())
+
+    def __enter__(self) -> LiveProgress:
+        self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.update(self.state.table())
+        self.live.stop()
+
+
+class PlainProgress:
+    """One line per finished job (for logs and pipes)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.state = ProgressState()
+        self.stream = stream or sys.stderr
+
+    def __call__(self, event: Event) -> None:
+        """Subscriber."""
+        self.state.apply(event)
+        if isinstance(event, JobFinished) and event.status != "skipped":
+            p = self.state.models.get(event.model, ModelProgress())
+            what = "generated" if event.stage == "gen" else "judged"
+            line = f"[{event.model}] task {event.task_id} {what}"
+            if event.stage == "judge" and event.scores:
+                s = event.scores
+                line += (
+                    f": {int(s.get('success_steps') or 0)}/{int(s.get('total_steps') or 0)} actions, "
+                    f"Final {100 * (s.get('final') or 0):.1f}"
+                )
+            if event.failure:
+                line += f" ({event.failure})"
+            line += f"  [{p.judged}/{p.total} judged]"
+            print(line, file=self.stream, flush=True)
+
+    def __enter__(self) -> PlainProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,783 @@
+"""The engine: generate and judge every (task, model) pair on one anyio loop, resumably.
+
+Each pair is a small pipeline: its generation job, then at once its judging job (no barrier
+between phases: the first pages are judged while later ones are still being generated). Work
+waits on named limits (browser pages, model calls per provider, judge calls, metric workers).
+Everything is recorded in the run's store as it happens, files first, so a run stopped in any
+way continues with ``resume=True``: finished jobs are skipped, answers already paid for are
+served from the response cache (generation) and the store (judge models), and the final scores
+equal those of a run that was never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from collections.abc import Generator as Gen
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from iwr_bench.agents.generation import (
+    AgentCaller,
+    Budget,
+    BudgetedCaller,
+    CachingCaller,
+    GenerationResult,
+    Generator,
+    LVLMGenerator,
+    ModelConfig,
+    ResponseCache,
+    RetryingCaller,
+    RetryPolicy,
+    build_model,
+    read_record,
+)
+from iwr_bench.agents.generation.calls import Caller
+from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics
+from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
+from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
+from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.engine.batching import BatchingMetric
+from iwr_bench.engine.config import RunConfig, is_baseline, provider_of
+from iwr_bench.engine.events import (
+    Event,
+    EventBus,
+    FailureEvent,
+    GenerationFinished,
+    JobFinished,
+    JobQueued,
+    JobStarted,
+    LimitOccupancy,
+    MetricComputed,
+    RunFinished,
+    RunStarted,
+    from_agent,
+)
+from iwr_bench.engine.jobs import (
+    GenerateJob,
+    JudgeJob,
+    execute_generate,
+    execute_judge,
+    page_digest,
+    record_digest,
+)
+from iwr_bench.engine.judges import JudgeSet, build_judges
+from iwr_bench.engine.limits import LimitedCaller, Limits, NamedLimit
+from iwr_bench.engine.store import RunStore, ScoreRow, job_id
+from iwr_bench.errors import UserError
+from iwr_bench.metrics.cache import MetricCache
+from iwr_bench.metrics.pair import CachedMetric, PairMetric
+from iwr_bench.registry import create
+from iwr_bench.tools.models import Limits as PageLimits
+from iwr_bench.tools.models import SettleConfig
+from iwr_bench.tools.pool import PagePool, PoolConfig
+
+log = logging.getLogger(__name__)
+
+INFRA_FAILURES = frozenset({"no_page", "page_load_failed", "page_crashed", "timeout", "judge_error"})
+"""Failure classes that are not the model's mistake (counted apart in summaries)."""
+
+PACKAGES = (
+    "iwr-bench",
+    "anyio",
+    "browser-use",
+    "pydantic-ai-slim",
+    "pydantic",
+    "aiohttp",
+    "imagehash",
+    "open_clip_torch",
+    "torch",
+    "torchvision",
+    "transformers",
+    "easyocr",
+    "textual",
+    "av",
+)
+
+
+def builtin_suite() -> Path:
+    """The built-in suite's ``data.jsonl``."""
+    return Path(__file__).resolve().parent.parent / "suites" / "sample" / "data.jsonl"
+
+
+@dataclass
+class WorkClock:
+    """Measures how much wall time had browser, model or metric work in progress.
+
+    The engine's own overhead is the wall time during which none was in progress.
+    """
+
+    active: int = 0
+    covered: float = 0.0
+    since: float = 0.0
+    by_kind: dict[str, float] = field(default_factory=dict[str, float])
+
+    @contextmanager
+    def work(self, kind: str) -> Gen[None]:
+        """Mark a stretch of ``kind`` work (browser, model, metric)."""
+        start = time.perf_counter()
+        if self.active == 0:
+            self.since = start
+        self.active += 1
+        try:
+            yield
+        finally:
+            end = time.perf_counter()
+            self.active -= 1
+            self.by_kind[kind] = self.by_kind.get(kind, 0.0) + end - start
+            if self.active == 0:
+                self.covered += end - self.since
+
+
+@dataclass
+class RunOutcome:
+    """How a run session ended."""
+
+    status: str
+    """completed, cancelled or failed."""
+    run_dir: Path
+    wall_s: float
+    overhead_s: float
+    """Wall time with no browser, model or metric work in progress."""
+    work_s: dict[str, float]
+    """Time in each kind of work (summed over concurrent jobs)."""
+    actions: int
+    """Actions replayed in this session."""
+    message: str = ""
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages that shape results."""
+    out: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def chromium_version() -> str:
+    """``chromium --version``, or why it is unknown."""
+    binary = os.environ.get("IWR_CHROMIUM", "/usr/bin/chromium")
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc})"
+    return (done.stdout or done.stderr).strip() or "unknown"
+
+
+class Engine:
+    """Runs one run folder: ``await Engine(config, run_dir).run()``."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: Path,
+        *,
+        resume: bool = False,
+        retry_failed: bool = False,
+        generator_models: dict[str, Any] | None = None,
+        judges: JudgeSet | None = None,
+        subscribers: list[Callable[[Event], None]] | None = None,
+        pool_config: PoolConfig | None = None,
+    ) -> None:
+        self.config = config.with_defaults()
+        self.run_dir = run_dir
+        self.resume = resume
+        self.retry_failed = retry_failed
+        self._model_overrides = generator_models or {}
+        self._judges_override = judges
+        self._subscribers = subscribers or []
+        self._pool_config = pool_config
+        self.clock = WorkClock()
+        self.actions_run = 0
+        self.store: RunStore | None = None
+        self.bus = EventBus()
+        self.limits: Limits | None = None
+        self.tasks: list[Task] = []
+        self.generators: dict[str, Generator] = {}
+        self.cancel_scope: anyio.CancelScope | None = None
+        self._dirty: set[str] = set()
+
+    # -- set-up (everything that can fail for a user mistake fails here, before any work) -------
+
+    def prepare(self) -> None:
+        """Load tasks, build generators and judges, open the store.
+
+        Raises:
+            UserError: bad paths, unknown ids, unknown roles, missing API keys, a bad run folder.
+        """
+        cfg = self.config
+        source = builtin_suite() if cfg.tasks == "builtin" else Path(cfg.tasks).expanduser()
+        if not source.exists():
+            raise UserError(f"tasks: {source} does not exist")
+        task_set = load_tasks(source)
+        tasks = task_set.tasks
+        if cfg.only:
+            known = {t.id for t in tasks}
+            missing = sorted(set(cfg.only) - known)
+            if missing:
+                raise UserError(f"task id(s) not in {source}: {', '.join(map(str, missing))}")
+            tasks = [t for t in tasks if t.id in set(cfg.only)]
+        if not tasks:
+            raise UserError(f"{source} holds no readable task (run `iwr tasks validate {source}`)")
+        self.tasks = tasks
+        self.task_source = source
+        self.limits = Limits(
+            browser_pages=cfg.limits.browser_pages,
+            metric_workers=cfg.limits.metric_workers,
+            judge_calls=cfg.limits.judge_calls,
+            provider_calls=cfg.limits.providers,
+            default_provider_calls=cfg.limits.model_calls,
+            report=self._limit_changed,
+            recover_after=cfg.limits.recover_after_s,
+        )
+        self.budget = Budget(cfg.budget_usd or None)
+        self.generators = {m.slug: self._build_generator(m) for m in cfg.models}
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.store = RunStore.open_run(self.run_dir)
+        self.bus = EventBus(self.store)
+        for sub in self._subscribers:
+            self.bus.subscribe(sub)
+        self.judges = self._judges_override or build_judges(cfg.judge, self.limits, self.store)
+
+    def _build_generator(self, m: ModelConfig) -> Generator:
+        if is_baseline(m) and m.slug not in self._model_overrides:
+            generator, _ = create("generator", m.name)
+            return generator
+        assert self.limits is not None
+        model = self._model_overrides.get(m.slug) or build_model(m)
+        limit = self.limits.provider(provider_of(m))
+        policy = RetryPolicy(retries=m.retries, attempt_timeout=m.timeout * 1.5 + 5)
+        caller: Caller = RetryingCaller(LimitedCaller(AgentCaller(model, price=m.price), limit), policy)
+        caller = BudgetedCaller(caller, self.budget)
+        caller = CachingCaller(caller, ResponseCache(self.run_dir / "cache" / "responses"))
+        return LVLMGenerator(m, caller, model=model, asset_base="assets")
+
+    def _metrics(self) -> VisualMetrics:
+        assert self.limits is not None
+        cfg = self.config.metrics
+        cache = MetricCache.default(cfg.cache_dir or None) if cfg.cache else None
+        ocr, _ = create(
+            "metric", "ocr", device=cfg.device, cache_dir=(cfg.cache_dir or "") if cfg.cache else None
+        )
+        dino, _ = create(
+            "metric",
+            "dino",
+            model=cfg.dino,
+            device=cfg.device,
+            fallback="effnet-lite0" if cfg.dino_fallback else None,
+        )
+        limit = self.limits.metric
+
+        def wrap(metric: PairMetric) -> PairMetric:
+            return BatchingMetric(CachedMetric(metric, cache), limit)
+
+        extra: dict[str, Any] = {} if self.judges.rubric is None else {"rubric": self.judges.rubric}
+        return VisualMetrics(ocr=wrap(ocr), dino=wrap(dino), **extra)
+
+    def manifest(self, metrics: VisualMetrics) -> dict[str, Any]:
+        """What the run used: versions, settings, seeds, sampling, backends, judges, policies."""
+        pool = self._pool()
+        return {
+            "config": self.config.model_dump(mode="json"),
+            "tasks_source": str(self.task_source),
+            "task_ids": [t.id for t in self.tasks],
+            "task_digests": {str(t.id): record_digest(t) for t in self.tasks},
+            "models": self.config.model_slugs,
+            "packages": package_versions(),
+            "python": sys.version.split()[0],
+            "os": platform.platform(),
+            "chromium": chromium_version(),
+            "browser": {
+                "settle": pool.settle.model_dump(mode="json"),
+                "determinism": pool.determinism.model_dump(mode="json"),
+                "limits": pool.limits.model_dump(mode="json"),
+                "isolation": pool.isolation,
+            },
+            "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
+            "metric_backends": [metrics.ocr.backend.model_dump(), metrics.dino.backend.model_dump()],
+            "judges": self.judges.describe(),
+            "policies": {
+                "judge_error": self.config.judge.judge_error_policy,
+                "undetermined": self.config.judge.undetermined_policy,
+            },
+        }
+
+    def _pool(self) -> PoolConfig:
+        if self._pool_config is not None:
+            return self._pool_config
+        b = self.config.browser
+        return PoolConfig(
+            size=self.config.limits.browser_pages,
+            settle=SettleConfig(mode=b.settle),
+            limits=PageLimits(action_timeout=b.action_timeout_s),
+        )
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _limit_changed(self, limit: NamedLimit) -> None:
+        self._dirty.add(limit.name)
+
+    async def _report_limits(self) -> None:
+        assert self.limits is not None
+        while True:
+            await anyio.sleep(0.5)
+            self._flush_limits()
+
+    def _flush_limits(self) -> None:
+        assert self.limits is not None
+        for limit in self.limits.all():
+            if limit.name in self._dirty:
+                self.bus.publish(
+                    LimitOccupancy(
+                        name=limit.name, in_use=limit.in_use, capacity=limit.capacity, waiting=limit.waiting
+                    )
+                )
+        self._dirty.clear()
+
+    def _agent_sink(self, jid: str, evidence: str) -> Callable[[str, dict[str, object]], None]:
+        def sink(kind: str, data: dict[str, object]) -> None:
+            if kind == "action_finished" and data.get("screenshot"):
+                data = {**data, "screenshot": f"{evidence}/{data['screenshot']}"}
+            if kind == "action_finished":
+                self.actions_run += 1
+            event = from_agent(kind, data, jid)
+            if event is not None:
+                self.bus.publish(event)
+
+        return sink
+
+    # -- the run ----------------------------------------------------------------------------------
+
+    async def run(self) -> RunOutcome:
+        """Run (or continue) every pipeline; returns how the session ended."""
+        if self.store is None:
+            self.prepare()
+        assert self.store is not None and self.limits is not None
+        store = self.store
+        started = time.perf_counter()
+        previous = store.meta("status")
+        if previous is not None and not self.resume:
+            raise UserError(
+                f"{self.run_dir} already holds a run: continue it with `iwr run --resume {self.run_dir}`"
+            )
+        with self.clock.work("metric"):
+            metrics = await anyio.to_thread.run_sync(self._metrics)
+        manifest = self.manifest(metrics)
+        if previous is None:
+            store.set_manifest({**manifest, "created": datetime.now(UTC).isoformat()})
+        else:
+            self._check_resumable(store.manifest(), manifest)
+        sessions = int(store.meta("sessions") or 0) + 1
+        store.set_meta("sessions", sessions)
+        store.set_meta("status", "running")
+        self.bus.publish(
+            RunStarted(
+                run_id=self.run_dir.name,
+                models=self.config.model_slugs,
+                tasks=[t.id for t in self.tasks],
+                resumed=previous is not None,
+                limits={lim.name: lim.capacity for lim in self.limits.all()},
+            )
+        )
+        status, message = "completed", ""
+        wall = 0.0
+        try:
+            with anyio.CancelScope() as scope:
+                self.cancel_scope = scope
+                async with AsyncExitStack() as stack:
+                    pool = await stack.enter_async_context(PagePool(self._pool()))
+                    for generator in self.generators.values():
+                        if isinstance(generator, LVLMGenerator):
+                            await stack.enter_async_context(generator)
+                    await stack.enter_async_context(self.judges)
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._report_limits)
+                        tg.start_soon(self._watch_signals, scope)
+                        async with anyio.create_task_group() as work:
+                            for task in self.tasks:
+                                for slug in self.generators:
+                                    work.start_soon(self._pipeline, task, slug, pool, metrics)
+                        tg.cancel_scope.cancel()
+            if scope.cancelled_caught:
+                status, message = "cancelled", "stopped by a signal; resumable"
+        except Exception as exc:
+            status, message = "failed", f"{type(exc).__name__}: {exc}"
+            log.exception("run failed")
+        finally:
+            self._flush_limits()
+            wall = time.perf_counter() - started
+            self.bus.publish(RunFinished(status=status, wall_s=round(wall, 3), message=message))  # type: ignore[arg-type]
+            store.set_meta("status", status)
+        return RunOutcome(
+            status=status,
+            run_dir=self.run_dir,
+            wall_s=wall,
+            overhead_s=max(0.0, wall - self.clock.covered),
+            work_s=dict(self.clock.by_kind),
+            actions=self.actions_run,
+            message=message,
+        )
+
+    async def _watch_signals(self, scope: anyio.CancelScope) -> None:
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    scope.cancel()
+                    return
+        except (NotImplementedError, ValueError, RuntimeError):  # not the main thread, or no signals here
+            await anyio.sleep_forever()
+
+    def cancel(self) -> None:
+        """Stop the run cleanly (it stays resumable)."""
+        if self.cancel_scope is not None:
+            self.cancel_scope.cancel()
+
+    @staticmethod
+    def _check_resumable(old: dict[str, Any], new: dict[str, Any]) -> None:
+        for key in ("task_digests", "models"):
+            if old.get(key) != new.get(key):
+                raise UserError(f"cannot resume: the run's {key.replace('_', ' ')} changed since it started")
+
+    # -- one (task, model) pair ------------------------------------------------------------------
+
+    async def _pipeline(self, task: Task, slug: str, pool: PagePool, metrics: VisualMetrics) -> None:
+        result = await self._generate(task, slug)
+        await self._judge(task, slug, result, pool, metrics)
+
+    def _open(self, stage: str, task: Task, slug: str) -> tuple[str, bool]:
+        """The job's id, and whether it must run (False: finished before)."""
+        assert self.store is not None
+        row = self.store.ensure_job(stage, task.id, slug)
+        finished = row.status == "done" or (row.status == "failed" and not self.retry_failed)
+        if not finished and row.attempts:
+            self.store.reopen_job(row.id)
+        return row.id, not finished
+
+    async def _generate(self, task: Task, slug: str) -> GenerationResult | None:
+        assert self.store is not None
+        store = self.store
+        jid, todo = self._open("gen", task, slug)
+        pages = self.run_dir / "pages"
+        folder = pages / str(task.id) / slug
+        if not todo:
+            self.bus.publish(JobFinished(job=jid, stage="gen", task_id=task.id, model=slug, status="skipped"))
+            try:
+                return read_record(folder)
+            except (OSError, ValueError):
+                return None
+        job = GenerateJob(
+            id=jid,
+            task_id=task.id,
+            task_dir=str(task.folder),
+            record_sha256=record_digest(task),
+            model=slug,
+            pages_root=str(pages),
+        )
+        self.bus.publish(JobQueued(job=jid, stage="gen", task_id=task.id, model=slug))
+        store.start_job(jid)
+        self.bus.publish(JobStarted(job=jid, stage="gen", task_id=task.id, model=slug))
+        start = time.perf_counter()
+        generator = self.generators[slug]
+        try:
+            with self.clock.work("model"):
+                result = await execute_generate(job, task, generator)
+        except Exception as exc:  # a generator must not raise; if one does, it is recorded all the same
+            log.exception("generator %s raised on task %d", slug, task.id)
+            seconds = time.perf_counter() - start
+            store.finish_job(
+                jid,
+                status="failed",
+                result=None,
+                failure="generation_error",
+                message=str(exc),
+                seconds=seconds,
+            )
+            self.bus.publish(FailureEvent(job=jid, stage="gen", failure="generation_error", message=str(exc)))
+            self.bus.publish(
+                JobFinished(
+                    job=jid,
+                    stage="gen",
+                    task_id=task.id,
+                    model=slug,
+                    status="failed",
+                    failure="generation_error",
+                    message=str(exc),
+                    seconds=seconds,
+                )
+            )
+            return None
+        seconds = time.perf_counter() - start
+        failed = result.status == "failed"
+        failure = f"generation_error:{result.error.kind}" if failed and result.error else None
+        message = result.error.message if failed and result.error else ""
+        store.finish_job(
+            jid,
+            status="failed" if failed else "done",
+            result=result.model_dump(mode="json"),
+            failure=failure,
+            message=message,
+            seconds=seconds,
+            cost_usd=result.paid_usd,
+        )
+        self.bus.publish(
+            GenerationFinished(
+                job=jid,
+                task_id=task.id,
+                model=slug,
+                status=result.status,
+                cache_hit=result.cache_hit,
+                attempts=result.attempts,
+                cost_usd=result.usage.cost_usd,
+            )
+        )
+        if failed:
+            self.bus.publish(
+                FailureEvent(job=jid, stage="gen", failure=failure or "generation_error", message=message)
+            )
+        self.bus.publish(
+            JobFinished(
+                job=jid,
+                stage="gen",
+                task_id=task.id,
+                model=slug,
+                status="failed" if failed else "done",
+                failure=failure,
+                message=message,
+                cost_usd=result.paid_usd,
+                seconds=round(seconds, 3),
+            )
+        )
+        return result
+
+    async def _judge(
+        self, task: Task, slug: str, result: GenerationResult | None, pool: PagePool, metrics: VisualMetrics
+    ) -> None:
+        assert self.store is not None and self.limits is not None
+        store = self.store
+        jid, todo = self._open("judge", task, slug)
+        if not todo:
+            self.bus.publish(
+                JobFinished(job=jid, stage="judge", task_id=task.id, model=slug, status="skipped")
+            )
+            return
+        page = self.run_dir / "pages" / str(task.id) / slug
+        out = self.run_dir / "judged" / str(task.id) / slug
+        rel = out.relative_to(self.run_dir).as_posix()
+        job = JudgeJob(
+            id=jid,
+            task_id=task.id,
+            task_dir=str(task.folder),
+            record_sha256=record_digest(task),
+            model=slug,
+            page=str(page),
+            page_sha256=page_digest(page),
+            out=str(out),
+        )
+        self.bus.publish(JobQueued(job=jid, stage="judge", task_id=task.id, model=slug))
+        start = time.perf_counter()
+        cfg = self.config.judge
+        executor = Executor(
+            pool,
+            self.judges.grounder,
+            self.judges.assertions,
+            ExecutorConfig(
+                judge_error_policy=cfg.judge_error_policy, undetermined_policy=cfg.undetermined_policy
+            ),
+            emit=self._agent_sink(jid, f"{rel}/evidence"),
+        )
+        try:
+            async with self.limits.browser:
+                store.start_job(jid)
+                self.bus.publish(JobStarted(job=jid, stage="judge", task_id=task.id, model=slug))
+                with self.clock.work("browser"):
+                    evaluation = await self._execute_judge(job, task, executor, metrics)
+        except Exception as exc:
+            log.exception("judging %s on task %d failed", slug, task.id)
+            seconds = time.perf_counter() - start
+            message = f"{type(exc).__name__}: {exc}"
+            store.finish_job(
+                jid, status="failed", result=None, failure="engine_error", message=message, seconds=seconds
+            )
+            self.bus.publish(FailureEvent(job=jid, stage="judge", failure="engine_error", message=message))
+            self.bus.publish(
+                JobFinished(
+                    job=jid,
+                    stage="judge",
+                    task_id=task.id,
+                    model=slug,
+                    status="failed",
+                    failure="engine_error",
+                    message=message,
+                    seconds=round(seconds, 3),
+                )
+            )
+            return
+        self._record_evaluation(jid, rel, evaluation, result, time.perf_counter() - start)
+
+    async def _execute_judge(
+        self, job: JudgeJob, task: Task, executor: Executor, metrics: VisualMetrics
+    ) -> Evaluation:
+        return await execute_judge(job, task, executor, metrics)
+
+    def _record_evaluation(
+        self, jid: str, rel: str, ev: Evaluation, result: GenerationResult | None, seconds: float
+    ) -> None:
+        assert self.store is not None
+        store = self.store
+        replay = ev.replay
+        store.put_actions(jid, [a.model_dump(mode="json") for a in replay.actions], f"{rel}/evidence")
+        ocr_b, dino_b = ev.backends[0], ev.backends[1]
+        values: list[tuple[int, str, float | None, str, bool]] = []
+        steps = list(ev.screenshots)
+        for step, o, d, h in zip(
+            steps, ev.all_ocr_scores, ev.all_dino_scores, ev.all_mllm_scores, strict=True
+        ):
+            values.append((step, "ocr", o, ocr_b.label, ocr_b.substitute))
+            values.append((step, "dino", d, dino_b.label, dino_b.substitute))
+            if h is not None:
+                values.append((step, "rubric", h, getattr(ev, "rubric_judge", None) or "rubric", False))
+        store.put_metrics(jid, values)
+        for step, metric, value, backend, _sub in values:
+            self.bus.publish(MetricComputed(job=jid, step=step, metric=metric, value=value, backend=backend))
+        failing = next((a for a in replay.actions if a.status == "failed"), None)
+        model_failure = replay.failure or (failing.failure if failing else None)
+        gen_failed = result is not None and result.status == "failed"
+        infra = (
+            "generation_error" if gen_failed else (model_failure if model_failure in INFRA_FAILURES else None)
+        )
+        store.put_score(
+            ScoreRow(
+                job=jid,
+                task_id=ev.task_id,
+                model=ev.model,
+                total_steps=ev.total_step,
+                success_steps=ev.success_step,
+                ifs=ev.ifs,
+                lvs=ev.lvs,
+                hvs=ev.hvs,
+                vfs=ev.vfs,
+                final=ev.final,
+                lvs_only=ev.lvs_only,
+                failure=model_failure,
+                eval_path=f"{rel}/eval.json",
+            )
+        )
+        summary = {
+            "ifs": ev.ifs,
+            "lvs": ev.lvs,
+            "hvs": ev.hvs,
+            "vfs": ev.vfs,
+            "final": ev.final,
+            "success_steps": float(ev.success_step),
+            "total_steps": float(ev.total_step),
+        }
+        store.finish_job(
+            jid,
+            status="failed" if infra else "done",
+            result={"eval": f"{rel}/eval.json", **summary, "failure": model_failure},
+            failure=infra,
+            message=replay.message or (failing.message if failing else ""),
+            seconds=seconds,
+        )
+        if infra:
+            self.bus.publish(FailureEvent(job=jid, stage="judge", failure=infra, message=replay.message))
+        self.bus.publish(
+            JobFinished(
+                job=jid,
+                stage="judge",
+                task_id=ev.task_id,
+                model=ev.model,
+                status="failed" if infra else "done",
+                failure=infra or model_failure,
+                message=(replay.message or (failing.message if failing else ""))[:500],
+                scores=summary,
+                seconds=round(seconds, 3),
+            )
+        )
+
+
+def run_summary(store: RunStore) -> dict[str, Any]:
+    """Per-model means (x100) and failure counts of a run, from its store."""
+    from iwr_bench.metrics.scoring import PairScore, TaskScore, summarise
+
+    manifest = store.manifest()
+    models: list[str] = manifest.get("models", [])
+    task_ids: list[int] = manifest.get("task_ids", [])
+    jobs = {j.id: j for j in store.jobs()}
+    metrics: dict[str, dict[int, dict[str, float | None]]] = {}
+    for jid, step, metric, value, _backend, _sub in store.metrics():
+        metrics.setdefault(jid, {}).setdefault(step, {})[metric] = value
+    scores = {s.job: s for s in store.scores()}
+    out: dict[str, Any] = {"models": {}, "status": store.meta("status")}
+    for model in models:
+        per_task: list[TaskScore] = []
+        failures: dict[str, int] = {}
+        mistakes: dict[str, int] = {}
+        cost = 0.0
+        judged = generated = 0
+        for tid in task_ids:
+            gen = jobs.get(job_id("gen", tid, model))
+            judge = jobs.get(job_id("judge", tid, model))
+            if gen is not None:
+                cost += gen.cost_usd
+                generated += gen.status in ("done", "failed")
+                if gen.status == "failed" and gen.failure:
+                    key = gen.failure.split(":", 1)[0]
+                    failures[key] = failures.get(key, 0) + 1
+            if judge is None or judge.status not in ("done", "failed"):
+                continue
+            judged += 1
+            if judge.failure and judge.failure != "generation_error":
+                failures[judge.failure] = failures.get(judge.failure, 0) + 1
+            row = scores.get(judge.id)
+            if row is None:
+                per_task.append(TaskScore(total_steps=1, success_steps=0, pairs=[]))
+                continue
+            if row.failure and row.failure not in INFRA_FAILURES:
+                mistakes[row.failure] = mistakes.get(row.failure, 0) + 1
+            pairs = [
+                PairScore(step=step, ocr=v.get("ocr") or 0.0, dino=v.get("dino") or 0.0, hvs=v.get("rubric"))
+                for step, v in sorted(metrics.get(judge.id, {}).items())
+            ]
+            per_task.append(
+                TaskScore(total_steps=row.total_steps, success_steps=row.success_steps, pairs=pairs)
+            )
+        s = summarise(per_task) if per_task else None
+        out["models"][model] = {
+            "tasks": len(task_ids),
+            "generated": generated,
+            "judged": judged,
+            "ifs": s.ifs if s else None,
+            "ifs_micro": s.ifs_micro if s else None,
+            "lvs": s.lvs if s else None,
+            "hvs": s.hvs if s else None,
+            "vfs": s.vfs if s else None,
+            "final": s.final if s else None,
+            "lvs_only": s.lvs_only if s else True,
+            "failures": failures,
+            "mistakes": mistakes,
+            "cost_usd": round(cost, 6),
+        }
+    return out
+
+
+def dump_summary(summary: dict[str, Any]) -> str:
+    """The summary as JSON."""
+    return json.dumps(summary, indent=2, sort_keys=True)

@@ -1,0 +1,71 @@
+"""A small persistent cache of metric work, shared across runs (``~/.cache/iwr-bench/metrics.sqlite``).
+
+Entries are keyed by a namespace that names the backend exactly (engine, model, weights) and
+by pixel digests, so a value is reused only for the same backend on the same pixels. OCR text
+is cached per image (a checkpoint is read once for every model judged against it); pair values
+are cached per (reference, candidate) pair.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from iwr_bench.metrics.backend import Backend
+
+DEFAULT_CACHE_DIR = Path(os.environ.get("IWR_BENCH_CACHE_DIR", "~/.cache/iwr-bench")).expanduser()
+
+
+def namespace(backend: Backend) -> str:
+    """Cache namespace of a backend: changes whenever anything that shapes its values changes."""
+    return f"{backend.metric}|{backend.engine}|{backend.model}|{backend.weights}"
+
+
+class MetricCache:
+    """Thread-safe key/value store of JSON values in SQLite (WAL; safe for parallel runs)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS cache (ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
+            "PRIMARY KEY (ns, key))"
+        )
+        self.hits = 0
+        self.misses = 0
+
+    @classmethod
+    def default(cls, folder: str | Path | None = None) -> MetricCache:
+        """The cache in ``folder`` (default ``~/.cache/iwr-bench``, or ``$IWR_BENCH_CACHE_DIR``)."""
+        root = Path(folder).expanduser() if folder else DEFAULT_CACHE_DIR
+        return cls(root / "metrics.sqlite")
+
+    def get(self, ns: str, key: str) -> Any | None:
+        """A stored value, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM cache WHERE ns = ? AND key = ?", (ns, key)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, ns: str, key: str, value: Any) -> None:
+        """Store a value."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO cache (ns, key, value) VALUES (?, ?, ?)", (ns, key, json.dumps(value))
+            )
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
