@@ -27,8 +27,8 @@ _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 
 BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "generator": ("iwr_bench.agents.generation",),
-    "grounder": ("iwr_bench.agents.grounding",),
-    "assertions": ("iwr_bench.agents.judge.assertions",),
+    "grounder": ("iwr_bench.agents.grounding", "iwr_bench.agents.grounding_llm"),
+    "assertions": ("iwr_bench.agents.judge.assertions", "iwr_bench.agents.judge.llm"),
     "metric": ("iwr_bench.metrics.pair",),
 }
 """Modules whose import registers the built-in factories of each role (loaded on first lookup)."""

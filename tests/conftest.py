@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import pydantic_ai.models
 import pytest
+from fake_openai import FakeOpenAI, serve
+from pydantic_ai.models import override_allow_model_requests
 
 from iwr_bench.dataset.synthetic import build_task_set
 
@@ -30,3 +34,25 @@ def tasks_root(pristine_tasks: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "ds"
     shutil.copytree(pristine_tasks, dest)
     return dest
+
+
+@pytest.fixture(autouse=True)
+def no_model_requests() -> Iterator[None]:
+    """Block real provider calls in every test; fake-server tests opt back in with ``allow_requests``."""
+    with override_allow_model_requests(False):
+        assert pydantic_ai.models.ALLOW_MODEL_REQUESTS is False
+        yield
+
+
+@pytest.fixture
+def allow_requests(no_model_requests: None) -> Iterator[None]:
+    """Allow requests: only used with the fake server on 127.0.0.1 (the OpenAI model checks the flag)."""
+    with override_allow_model_requests(True):
+        yield
+
+
+@pytest.fixture
+async def fake(allow_requests: None) -> AsyncIterator[FakeOpenAI]:
+    """A running fake OpenAI-compatible server; script it through ``fake.replies``."""
+    async with serve(FakeOpenAI()) as server:
+        yield server

@@ -15,7 +15,7 @@ Kinds agents emit (the engine turns them into typed events):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -36,7 +36,7 @@ def emit(kind: str, data: dict[str, object]) -> None:
 
 
 @contextmanager
-def emitting(sink: Emit) -> Iterator[None]:
+def emitting(sink: Emit) -> Generator[None]:
     """Install ``sink`` for the code inside the block (and the tasks it starts)."""
     token = _current.set(sink)
     try:

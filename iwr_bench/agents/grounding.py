@@ -228,6 +228,8 @@ def _cached_vector(model: Any, text: str) -> np.ndarray:
 class HeuristicGrounder:
     """Offline, deterministic grounding by lexical, role and (optionally) semantic matching."""
 
+    name = "heuristic"
+
     def __init__(self, threshold: float = 0.45, semantic: bool = True) -> None:
         self.threshold = threshold
         self.semantic = semantic

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 import anyio
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -13,10 +14,13 @@ from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.engine.config import JudgeSettings
+from iwr_bench.engine.judges import JudgeSet, build_judges
+from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.pair import CachedMetric
 from iwr_bench.metrics.scoring import summarise
-from iwr_bench.registry import create, names
+from iwr_bench.registry import create
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
 
@@ -26,8 +30,20 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--tasks", type=Path, required=True, help="dataset root, .jsonl file or task folder")
     p.add_argument("--pages", type=Path, required=True, help="results tree with <id>/<model>/index.html")
     p.add_argument("--out", type=Path, required=True, help="where eval.json and evidence go")
-    p.add_argument("--grounder", default="heuristic", help="grounder name (default heuristic)")
-    p.add_argument("--assertions", default="heuristic", help="assertion judge name (default heuristic)")
+    p.add_argument("--grounder", default="heuristic", help="grounder: heuristic (default) or llm")
+    p.add_argument("--assertions", default="heuristic", help="assertion judge: heuristic (default) or llm")
+    p.add_argument("--judge-model", default="", help="model of the llm grounder / assertion judge")
+    p.add_argument(
+        "--rubric",
+        metavar="MODEL",
+        default="",
+        help="rubric (HVS) judge model; without it HVS is unavailable",
+    )
+    p.add_argument("--judge-base-url", default="", help="OpenAI-compatible server of the judge model(s)")
+    p.add_argument("--judge-api-key-env", default="", help="environment variable with the judge model's key")
+    p.add_argument("--votes", type=int, default=1, help="k-vote majority of the llm assertion judge")
+    p.add_argument("--retries", type=int, default=2, help="retries of an unusable judge answer (default 2)")
+    p.add_argument("--judge-calls", type=int, default=4, help="judge-model requests at once (default 4)")
     p.add_argument("--dino", default="facebook/dinov2-base", help="DINOv2 hub id or local folder")
     p.add_argument("--pages-at-once", type=int, default=2, help="concurrent browser pages (default 2)")
     p.add_argument("--judge-error-policy", choices=["pass", "fail"], default="fail")
@@ -48,32 +64,55 @@ def _models(pages: Path, tasks: list[Task]) -> list[str]:
 
 def cmd_judge(args: argparse.Namespace) -> int:
     """Judge every (task, model) page; a missing page is scored 0, never skipped."""
-    for role, name in (("grounder", args.grounder), ("assertions", args.assertions)):
-        if name not in names(role):
-            raise UserError(f"unknown {role} {name!r} (known: {', '.join(names(role))})")
+    try:
+        settings = JudgeSettings(
+            grounder=args.grounder,
+            assertions=args.assertions,
+            model=args.judge_model,
+            rubric=args.rubric,
+            base_url=args.judge_base_url,
+            api_key_env=args.judge_api_key_env,
+            votes=args.votes,
+            retries=args.retries,
+            judge_error_policy=args.judge_error_policy,
+            undetermined_policy=args.undetermined_policy,
+        )
+    except ValidationError as exc:
+        raise UserError(f"bad judge options: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+    answers: dict[str, str] = {}
+    limits = Limits(
+        browser_pages=args.pages_at_once,
+        metric_workers=1,
+        judge_calls=max(1, args.judge_calls),
+        provider_calls={},
+        default_provider_calls=4,
+    )
+    judges = build_judges(
+        settings, limits, answers.get, lambda key, role, data: answers.__setitem__(key, data)
+    )
     task_set = load_tasks(args.tasks)
     if not args.pages.is_dir():
         raise UserError(f"{args.pages} is not a folder")
     models = _models(args.pages, task_set.tasks)
     if not models:
         raise UserError(f"no pages under {args.pages} (expected <id>/<model>/index.html)")
-    results = anyio.run(_judge_all, args, task_set.tasks, models)
+    results = anyio.run(_judge_all, args, task_set.tasks, models, judges)
     _print_summary(results, models)
     return 0
 
 
-async def _judge_all(args: argparse.Namespace, tasks: list[Task], models: list[str]) -> list[Evaluation]:
-    grounder, _ = create("grounder", args.grounder)
-    assertions, _ = create("assertions", args.assertions)
+async def _judge_all(
+    args: argparse.Namespace, tasks: list[Task], models: list[str], judges: JudgeSet
+) -> list[Evaluation]:
     ocr, _ = create("metric", "ocr")
     dino, _ = create("metric", "dino", model=args.dino)
-    metrics = VisualMetrics(ocr=CachedMetric(ocr), dino=CachedMetric(dino))
+    metrics = VisualMetrics(ocr=CachedMetric(ocr), dino=CachedMetric(dino), rubric=judges.rubric)
     config = ExecutorConfig(
         judge_error_policy=args.judge_error_policy, undetermined_policy=args.undetermined_policy
     )
     results: list[Evaluation] = []
-    async with PagePool(PoolConfig(size=args.pages_at_once)) as pool:
-        executor = Executor(pool, grounder, assertions, config)
+    async with judges, PagePool(PoolConfig(size=args.pages_at_once)) as pool:
+        executor = Executor(pool, judges.grounder, judges.assertions, config)
 
         async def one(task: Task, model: str) -> None:
             folder = args.pages / str(task.id) / model

@@ -57,7 +57,6 @@ def register(sub: Subparsers) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
     out.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
-    p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
     p.set_defaults(func=cmd_run)
 
     runs = sub.add_parser("runs", help="inspect run folders")
@@ -165,12 +164,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`")
     engine = Engine(config, run_dir, resume=bool(args.resume), retry_failed=args.retry_failed)
     engine.prepare()
-    if args.tui:
-        from iwr_bench.tui.app import run_tui
-
-        outcome = run_tui(engine)
-    else:
-        outcome = _run_plain(engine, quiet=args.quiet or args.json)
+    outcome = _run_plain(engine, quiet=args.quiet or args.json)
     return _finish(engine, outcome, as_json=args.json, quiet=args.quiet)
 
 
@@ -195,7 +189,7 @@ def _finish(engine: Engine, outcome: RunOutcome, *, as_json: bool, quiet: bool) 
     summary["run_dir"] = str(outcome.run_dir)
     summary["wall_s"] = round(outcome.wall_s, 3)
     if as_json:
-        print(json.dumps(summary, indent=2, sort_keys=True))
+        print(json.dumps(summary, indent=2))
     elif not quiet:
         print_summary(summary)
     if outcome.status == "completed":

@@ -17,9 +17,8 @@ from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import Grounder
 from iwr_bench.agents.judge.records import AssertionJudge
 from iwr_bench.engine.config import JudgeSettings
-from iwr_bench.engine.judge_model import StoredModel
+from iwr_bench.engine.judge_model import Get, Put, StoredModel
 from iwr_bench.engine.limits import Limits
-from iwr_bench.engine.store import RunStore
 from iwr_bench.errors import UserError
 from iwr_bench.registry import create, names
 
@@ -66,36 +65,34 @@ class JudgeSet:
 
 
 def _judge_model(
-    settings: JudgeSettings, name: str, role: str, limits: Limits, store: RunStore
+    settings: JudgeSettings, name: str, role: str, limits: Limits, get: Get, put: Put
 ) -> StoredModel:
     config = ModelConfig(
         name=name, base_url=settings.base_url or None, api_key_env=settings.api_key_env or None
     )
-    return StoredModel(
-        build_model(config), role=role, limit=limits.judge, get=store.get_call, put=store.put_call
-    )
+    return StoredModel(build_model(config), role=role, limit=limits.judge, get=get, put=put)
 
 
-def build_judges(settings: JudgeSettings, limits: Limits, store: RunStore) -> JudgeSet:
-    """The run's judges.
+def build_judges(settings: JudgeSettings, limits: Limits, get: Get, put: Put) -> JudgeSet:
+    """The run's judges; LLM judges keep their answers through ``get``/``put`` (the run store).
 
     Raises:
         UserError: an unknown judge, an llm judge with no model, or a missing API key.
     """
-    for role, name in (("grounder", settings.grounder), ("assertions", settings.assertions)):
-        if name not in names(role):
-            raise UserError(f"unknown {role} {name!r} (known: {', '.join(names(role))})")
-    models: list[Model] = []
-    description: dict[str, Any] = {}
     needs_model = "llm" in (settings.grounder, settings.assertions)
     if needs_model and not settings.model:
         raise UserError(
             "an llm grounder or assertion judge needs a judge model: set [judge] model (or --judge-model)"
         )
+    for role, name in (("grounder", settings.grounder), ("assertions", settings.assertions)):
+        if name not in names(role):
+            raise UserError(f"unknown {role} {name!r} (known: {', '.join(names(role))})")
+    models: list[Model] = []
+    description: dict[str, Any] = {}
     if settings.grounder == "llm":
         from iwr_bench.agents.grounding_llm import LLMGrounder
 
-        model = _judge_model(settings, settings.model, "grounder", limits, store)
+        model = _judge_model(settings, settings.model, "grounder", limits, get, put)
         models.append(model)
         grounder: Grounder = LLMGrounder(model, retries=settings.retries, name=f"llm:{settings.model}")
     else:
@@ -103,7 +100,7 @@ def build_judges(settings: JudgeSettings, limits: Limits, store: RunStore) -> Ju
     if settings.assertions == "llm":
         from iwr_bench.agents.judge.llm import LLMAssertionJudge
 
-        model = _judge_model(settings, settings.model, "assertions", limits, store)
+        model = _judge_model(settings, settings.model, "assertions", limits, get, put)
         models.append(model)
         assertions: AssertionJudge = LLMAssertionJudge(
             model, votes=settings.votes, retries=settings.retries, name=f"llm:{settings.model}"
@@ -114,7 +111,7 @@ def build_judges(settings: JudgeSettings, limits: Limits, store: RunStore) -> Ju
     if settings.rubric:
         from iwr_bench.agents.judge.rubric import RubricJudge
 
-        model = _judge_model(settings, settings.rubric, "rubric", limits, store)
+        model = _judge_model(settings, settings.rubric, "rubric", limits, get, put)
         models.append(model)
         rubric = RubricJudge(model, retries=settings.retries, name=f"llm:{settings.rubric}")
     if settings.model:

@@ -249,12 +249,21 @@ class Engine:
         )
         self.budget = Budget(cfg.budget_usd or None)
         self.generators = {m.slug: self._build_generator(m) for m in cfg.models}
+        self.judges = self._judges_override or build_judges(
+            cfg.judge, self.limits, self._get_call, self._put_call
+        )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.store = RunStore.open_run(self.run_dir)
         self.bus = EventBus(self.store)
         for sub in self._subscribers:
             self.bus.subscribe(sub)
-        self.judges = self._judges_override or build_judges(cfg.judge, self.limits, self.store)
+
+    def _get_call(self, key: str) -> str | None:
+        return None if self.store is None else self.store.get_call(key)
+
+    def _put_call(self, key: str, role: str, response: str) -> None:
+        if self.store is not None:
+            self.store.put_call(key, role, response)
 
     def _build_generator(self, m: ModelConfig) -> Generator:
         if is_baseline(m) and m.slug not in self._model_overrides:
@@ -652,7 +661,7 @@ class Engine:
             values.append((step, "ocr", o, ocr_b.label, ocr_b.substitute))
             values.append((step, "dino", d, dino_b.label, dino_b.substitute))
             if h is not None:
-                values.append((step, "rubric", h, getattr(ev, "rubric_judge", None) or "rubric", False))
+                values.append((step, "rubric", h, ev.rubric_judge or "rubric", False))
         store.put_metrics(jid, values)
         for step, metric, value, backend, _sub in values:
             self.bus.publish(MetricComputed(job=jid, step=step, metric=metric, value=value, backend=backend))

@@ -17,7 +17,10 @@ from typing import Any
 
 from iwr_bench.metrics.backend import Backend
 
-DEFAULT_CACHE_DIR = Path(os.environ.get("IWR_BENCH_CACHE_DIR", "~/.cache/iwr-bench")).expanduser()
+
+def default_cache_dir() -> Path:
+    """``$IWR_BENCH_CACHE_DIR``, else ``~/.cache/iwr-bench``."""
+    return Path(os.environ.get("IWR_BENCH_CACHE_DIR", "~/.cache/iwr-bench")).expanduser()
 
 
 def namespace(backend: Backend) -> str:
@@ -45,7 +48,7 @@ class MetricCache:
     @classmethod
     def default(cls, folder: str | Path | None = None) -> MetricCache:
         """The cache in ``folder`` (default ``~/.cache/iwr-bench``, or ``$IWR_BENCH_CACHE_DIR``)."""
-        root = Path(folder).expanduser() if folder else DEFAULT_CACHE_DIR
+        root = Path(folder).expanduser() if folder else default_cache_dir()
         return cls(root / "metrics.sqlite")
 
     def get(self, ns: str, key: str) -> Any | None:

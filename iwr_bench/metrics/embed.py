@@ -97,7 +97,7 @@ def pair_cosines(
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the model hub answers a TCP connection (so an offline machine fails fast, not after retries)."""
+    """Whether the model hub answers a TCP connection (an offline machine then fails fast)."""
     import socket
     from urllib.parse import urlparse
 

@@ -1,32 +1,41 @@
-"""Fixtures for the generator tests: no real model requests, a small task set, a fake server."""
+"""Fixtures of the judge tests: a browser pool and a task recorded from :mod:`judge_site`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
-import pydantic_ai.models
 import pytest
-from fake_openai import FakeOpenAI, serve
-from pydantic_ai.models import override_allow_model_requests
+import yaml
+from judge_site import SCRIPT, SITE
+
+from iwr_bench.agents.grounding import HeuristicGrounder
+from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
+from iwr_bench.agents.judge.executor import Executor
+from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.dataset.recorder import record
+from iwr_bench.dataset.script import load_script
+from iwr_bench.tools.pool import PagePool, PoolConfig
 
 
-@pytest.fixture(autouse=True)
-def no_model_requests() -> Iterator[None]:
-    """Block real provider calls in every test; fake-server tests opt back in with ``allow_requests``."""
-    with override_allow_model_requests(False):
-        assert pydantic_ai.models.ALLOW_MODEL_REQUESTS is False
-        yield
+@pytest.fixture(scope="module")
+async def pool() -> AsyncIterator[PagePool]:
+    """Two headless pages, shared by a test module."""
+    async with PagePool(PoolConfig(size=2)) as p:
+        yield p
 
 
-@pytest.fixture
-def allow_requests(no_model_requests: None) -> Iterator[None]:
-    """Allow requests: only used with the fake server on 127.0.0.1 (the OpenAI model checks the flag)."""
-    with override_allow_model_requests(True):
-        yield
+@pytest.fixture(scope="module")
+async def task(pool: PagePool, tmp_path_factory: pytest.TempPathFactory) -> Task:
+    """Task 3, recorded from the judge site."""
+    root = tmp_path_factory.mktemp("judge")
+    (root / "site").mkdir()
+    (root / "site" / "index.html").write_text(SITE)
+    (root / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
+    await record(root / "site", load_script(root / "script.yaml"), root / "ds", pool=pool)
+    return load_tasks(root / "ds").by_id(3)
 
 
-@pytest.fixture
-async def fake(allow_requests: None) -> AsyncIterator[FakeOpenAI]:
-    """A running fake OpenAI-compatible server; script it through ``fake.replies``."""
-    async with serve(FakeOpenAI()) as server:
-        yield server
+@pytest.fixture(scope="module")
+def executor(pool: PagePool) -> Executor:
+    """The offline judges on the shared pool."""
+    return Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())

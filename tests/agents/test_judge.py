@@ -7,109 +7,16 @@ from pathlib import Path
 
 import anyio.to_thread
 import pytest
-import yaml
+from judge_site import MUTANTS, SITE, write_page
 
-from iwr_bench.agents.grounding import HeuristicGrounder
-from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge, decide, evidence_tokens
+from iwr_bench.agents.judge.assertions import decide, evidence_tokens
 from iwr_bench.agents.judge.evaluate import VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor
 from iwr_bench.cli import main
-from iwr_bench.dataset.layout import Task, load_tasks
-from iwr_bench.dataset.recorder import record
-from iwr_bench.dataset.script import load_script
+from iwr_bench.dataset.layout import Task
 from iwr_bench.registry import create
-from iwr_bench.tools.pool import PagePool, PoolConfig
-
-SITE = """<!doctype html><html><head><style>
-body { font-family: "DejaVu Sans", sans-serif; margin: 0 } main { padding: 16px; height: 1200px }
-header { background: #234; color: #fff; padding: 12px; font-size: 20px }
-</style></head><body><header>Tally</header><main>
-<p id="count">Count: 0</p><button class="btn" id="inc">Add one</button>
-<button class="btn" id="reset">Reset</button>
-<input id="name" placeholder="Your name"><p id="hello"></p></main>
-<script>
-let n = 0; const count = document.getElementById('count');
-const inc = document.getElementById('inc');
-inc.addEventListener('click', () => { n += 1; count.textContent = 'Count: ' + n; });
-document.getElementById('reset').addEventListener('click', () => { n = 0; count.textContent = 'Count: 0'; });
-document.getElementById('name').addEventListener('keydown', (e) => {
-  if (e.key === 'Enter') document.getElementById('hello').textContent = 'Hello, ' + e.target.value + '!';
-});
-</script></body></html>"""
-
-SCRIPT = {
-    "id": 3,
-    "classification": {"interaction_complexity": "L2", "visual_complexity": "V1", "domain": "Demo"},
-    "recording_details": {"resolution": "640x400"},
-    "actions": [
-        {
-            "type": "Click",
-            "parameters": {"description": "the 'Add one' button"},
-            "visual_evaluation_flag": True,
-            "record": {"selector": "#inc"},
-        },
-        {
-            "type": "Click",
-            "parameters": {"description": "the 'Add one' button"},
-            "visual_evaluation_flag": True,
-            "logical_assertion": "the count changes to 'Count: 2'",
-            "record": {"selector": "#inc", "expect_text": "Count: 2"},
-        },
-        {
-            "type": "Type",
-            "parameters": {"description": "the 'Your name' box", "text": "Ada"},
-            "record": {"selector": "#name"},
-        },
-        {
-            "type": "Press",
-            "parameters": {"description": "press Enter to greet", "key": "Enter"},
-            "visual_evaluation_flag": True,
-            "logical_assertion": "a greeting 'Hello, Ada!' appears",
-            "record": {"expect_text": "Hello, Ada!"},
-        },
-        {
-            "type": "Scroll",
-            "parameters": {"description": "scroll down the page"},
-            "visual_evaluation_flag": True,
-        },
-    ],
-}
-
-MUTANTS = {
-    "off_by_one": ("n += 1;", "n += n === 1 ? 2 : 1;", 1, "assertion_failed"),
-    "label_changed": (">Add one<", ">Zzz<", 0, "element_not_found"),
-    "short_page": ("height: 1200px", "height: 100px", 4, "no_scroll"),
-    "recoloured": ("#234", "#a33", None, None),
-}
 
 pytestmark = [pytest.mark.browser, pytest.mark.anyio]
-
-
-@pytest.fixture(scope="module")
-async def pool() -> PagePool:  # type: ignore[misc]
-    async with PagePool(PoolConfig(size=2)) as p:
-        yield p  # type: ignore[misc]
-
-
-@pytest.fixture(scope="module")
-async def task(pool: PagePool, tmp_path_factory: pytest.TempPathFactory) -> Task:
-    root = tmp_path_factory.mktemp("judge")
-    (root / "site").mkdir()
-    (root / "site" / "index.html").write_text(SITE)
-    (root / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
-    await record(root / "site", load_script(root / "script.yaml"), root / "ds", pool=pool)
-    return load_tasks(root / "ds").by_id(3)
-
-
-@pytest.fixture(scope="module")
-def executor(pool: PagePool) -> Executor:
-    return Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
-
-
-def _page(folder: Path, html: str) -> Path:
-    folder.mkdir(parents=True)
-    (folder / "index.html").write_text(html)
-    return folder
 
 
 async def test_reference_page_passes_everything(task: Task, executor: Executor, tmp_path: Path) -> None:
@@ -127,7 +34,7 @@ async def test_each_mutant_fails_where_expected(
 ) -> None:
     old, new, first_failure, reason = MUTANTS[name]
     assert SITE.count(old) == 1
-    page = _page(tmp_path / name, SITE.replace(old, new))
+    page = write_page(tmp_path / name, SITE.replace(old, new))
     replay = await executor.replay(task, page, tmp_path / "ev")
     failed = [a for a in replay.actions if a.status == "failed"]
     if first_failure is None:
@@ -141,7 +48,7 @@ async def test_each_mutant_fails_where_expected(
 async def test_missing_and_blank_pages_score_zero(task: Task, executor: Executor, tmp_path: Path) -> None:
     missing = await executor.replay(task, None, tmp_path / "ev0")
     assert (missing.failure, missing.success_steps) == ("no_page", 0)
-    blank = await executor.replay(task, _page(tmp_path / "blank", ""), tmp_path / "ev1")
+    blank = await executor.replay(task, write_page(tmp_path / "blank", ""), tmp_path / "ev1")
     assert blank.success_steps == 0 and blank.actions[0].failure == "element_not_found"
 
 
@@ -149,7 +56,7 @@ async def test_judging_twice_gives_identical_scores(task: Task, executor: Execut
     ocr, _ = create("metric", "phash")  # cheap stand-ins: identical inputs must give identical numbers
     dino, _ = create("metric", "effnet-lite0", device="cpu")
     metrics = VisualMetrics(ocr=ocr, dino=dino)
-    page = _page(tmp_path / "recoloured", SITE.replace("#234", "#a33"))
+    page = write_page(tmp_path / "recoloured", SITE.replace("#234", "#a33"))
     runs = []
     for k in range(2):
         replay = await executor.replay(task, page, tmp_path / f"ev{k}")
@@ -173,8 +80,8 @@ async def test_cli_judges_a_results_tree(task: Task, tmp_path: Path, monkeypatch
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert task.reference_page is not None
     pages = tmp_path / "pages" / "3"
-    _page(pages / "oracle", task.reference_page.read_text())
-    _page(pages / "blank", "")
+    write_page(pages / "oracle", task.reference_page.read_text())
+    write_page(pages / "blank", "")
     root = task.folder.parent.parent
     argv = ["judge", "--tasks", str(root), "--pages", str(tmp_path / "pages"), "--out", str(tmp_path / "o")]
     assert await anyio.to_thread.run_sync(main, argv) == 0  # the CLI runs its own event loop

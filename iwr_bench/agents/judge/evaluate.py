@@ -7,9 +7,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, Field
 
 from iwr_bench.agents.judge.records import Replay
+from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.hashing import as_image
@@ -28,6 +30,8 @@ class VisualMetrics(BaseModel):
     """OCR similarity metric (a :class:`~iwr_bench.metrics.pair.PairMetric`)."""
     dino: Any
     """Image-embedding similarity metric (DINOv2 or a labelled substitute)."""
+    rubric: Any = None
+    """Rubric judge (a :class:`~iwr_bench.agents.judge.rubric.RubricJudge`) giving HVS; None: unavailable."""
 
 
 class Evaluation(BaseModel):
@@ -67,6 +71,12 @@ class Evaluation(BaseModel):
     """VFS uses LVS alone (no rubric judge): not paper-comparable."""
     backends: list[Backend]
     """Metric backends behind the numbers."""
+    rubric_judge: str | None = None
+    """Rubric judge behind ``all_mllm_scores`` (None: HVS unavailable)."""
+    rubric_results: list[RubricResult] = Field(default_factory=list)
+    """Per scored pair, the rubric parts and the judge's reasoning."""
+    rubric_errors: int = 0
+    """Rubric answers unusable after the retries (each scored 0)."""
     replay: Replay
     """Per-action evidence and verdicts."""
 
@@ -100,8 +110,12 @@ async def evaluate(
     images = [(as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs]
     ocr_metric: PairMetric = metrics.ocr
     dino_metric: PairMetric = metrics.dino
-    ocr = await ocr_metric(images)
-    dino = await dino_metric(images)
+    # Rounded to 6 places before scoring: an embedder's float noise depends on the batch a pair
+    # was computed in, and a resumed run batches differently; the scores must not.
+    ocr = [round(v, 6) for v in await ocr_metric(images)]
+    dino = [round(v, 6) for v in await dino_metric(images)]
+    rubric_results = await _rubric(metrics.rubric, pairs, evidence)
+    hvs = [None if r is None else round(r.score / 100, 6) for r in rubric_results]
     points = out / "evalpoints"
     points.mkdir(parents=True, exist_ok=True)
     shots: dict[int, str] = {}
@@ -111,7 +125,10 @@ async def evaluate(
     score = TaskScore(
         total_steps=replay.total_steps,
         success_steps=replay.success_steps,
-        pairs=[PairScore(step=s, ocr=o, dino=d) for (s, _, _), o, d in zip(pairs, ocr, dino, strict=True)],
+        pairs=[
+            PairScore(step=s, ocr=o, dino=d, hvs=h)
+            for (s, _, _), o, d, h in zip(pairs, ocr, dino, hvs, strict=True)
+        ],
     )
     evaluation = Evaluation(
         task_id=task.id,
@@ -119,9 +136,9 @@ async def evaluate(
         total_step=replay.total_steps,
         success_step=replay.success_steps,
         screenshots=shots,
-        all_ocr_scores=[round(v, 6) for v in ocr],
-        all_dino_scores=[round(v, 6) for v in dino],
-        all_mllm_scores=[None] * len(pairs),
+        all_ocr_scores=ocr,
+        all_dino_scores=dino,
+        all_mllm_scores=hvs,
         assertion_results=[
             {
                 "index": a.index,
@@ -137,10 +154,36 @@ async def evaluate(
         vfs=score.vfs,
         final=score.final,
         lvs_only=score.lvs_only,
-        backends=[ocr_metric.backend, dino_metric.backend],
+        backends=[ocr_metric.backend, dino_metric.backend, *_rubric_backend(metrics.rubric)],
+        rubric_judge=None if metrics.rubric is None else metrics.rubric.name,
+        rubric_results=[r for r in rubric_results if r is not None],
+        rubric_errors=sum(1 for r in rubric_results if r is not None and r.error),
         replay=replay,
     )
     tmp = out / ".eval.json.tmp"
     tmp.write_text(json.dumps(evaluation.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
     tmp.replace(out / "eval.json")
     return evaluation
+
+
+async def _rubric(
+    judge: Any, pairs: list[tuple[int, Path, str]], evidence: Path
+) -> list[RubricResult | None]:
+    """The rubric judge's answer per pair (reference first), all pairs at once; None without a judge."""
+    results: list[RubricResult | None] = [None] * len(pairs)
+    if judge is None:
+        return results
+
+    async def one(i: int, checkpoint: Path, shot: str) -> None:
+        results[i] = await judge(checkpoint.read_bytes(), (evidence / shot).read_bytes())
+
+    async with anyio.create_task_group() as tg:
+        for i, (_, checkpoint, shot) in enumerate(pairs):
+            tg.start_soon(one, i, checkpoint, shot)
+    return results
+
+
+def _rubric_backend(judge: Any) -> list[Backend]:
+    if judge is None:
+        return []
+    return [Backend(metric="rubric", engine="pydantic-ai", model=judge.name, weights="judge model")]

@@ -125,7 +125,10 @@ class Executor:
             records.append(record)
             self.emit(
                 "action_finished",
-                {**record.model_dump(include={"index", "status", "failure", "message"}), "screenshot": record.after},
+                {
+                    **record.model_dump(include={"index", "status", "failure", "message"}),
+                    "screenshot": record.after,
+                },
             )
             if record.status == "ok":
                 success += 1
@@ -182,8 +185,15 @@ class Executor:
     async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
         observation = await tools.observe()
         record.tool_calls.append("observe()")
+        screenshot = None
+        if getattr(self.grounder, "wants_screenshot", False):
+            screenshot = await tools.screenshot()
+            record.tool_calls.append("screenshot()")
         request = GroundingRequest(
-            description=action.parameters.description, action_type=action.type, observation=observation
+            description=action.parameters.description,
+            action_type=action.type,
+            observation=observation,
+            screenshot=screenshot,
         )
         grounding = await self.grounder(request)
         record.grounding = grounding

@@ -1,0 +1,152 @@
+"""The LLM grounder: a model picks the element an action's description means.
+
+It first sees only the indexed list of interactive elements (kind, label, placeholder, nearby
+text, position, whether it is on screen) and answers with a structured index (or none) and a
+reason, saying whether it is sure. When it is not sure, and the executor supplied a screenshot
+(it does for grounders whose ``wants_screenshot`` is true), it is asked again with the screenshot
+attached. An index that is not in the list is sent back as a retry; an unusable answer after the
+retries is a failed grounding that says so.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent, BinaryContent, ModelRetry, RunContext
+from pydantic_ai.messages import UserContent
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from iwr_bench.agents.generation import ModelConfig, build_model
+from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest, element_kind, element_label
+from iwr_bench.agents.judge.llm_base import ask, model_label
+from iwr_bench.registry import register
+from iwr_bench.tools.models import Element
+
+INSTRUCTIONS = """\
+You replay a recorded user session on a web page. Given one action (its type and a description
+of its target) and the page's interactive elements, each with an index, choose the element the
+description refers to. Answer its index, or null when no element fits. Set "sure" to false when
+several elements could fit or none fits well. Give a one-sentence reason."""
+
+ELEMENT_LIMIT = 400
+"""Elements listed to the model at most (the rest are summarised as a count)."""
+
+
+class GroundingAnswer(BaseModel):
+    """What the model must answer."""
+
+    index: int | None = Field(description="index of the element, or null when none fits")
+    sure: bool = Field(description="false if several elements could fit or none fits well")
+    reason: str = Field(description="one sentence: why this element (or why none)")
+
+
+def describe_element(el: Element) -> str:
+    """One line of the element list."""
+    bits = [f"[{el.index}]", element_kind(el) or el.tag, repr(element_label(el)[:120])]
+    if el.placeholder and el.placeholder != element_label(el):
+        bits.append(f"placeholder={el.placeholder[:60]!r}")
+    if el.href:
+        bits.append(f"href={el.href[:60]!r}")
+    bits.append(f"at ({el.box.x:.0f},{el.box.y:.0f})" + ("" if el.in_viewport else " off-screen"))
+    if el.context:
+        bits.append(f"near: {' '.join(el.context.split())[:120]!r}")
+    return " ".join(bits)
+
+
+def grounding_prompt(request: GroundingRequest, with_screenshot: bool) -> list[UserContent]:
+    """The user message for one grounding question."""
+    elements = request.observation.elements
+    lines = [describe_element(el) for el in elements[:ELEMENT_LIMIT]]
+    if len(elements) > ELEMENT_LIMIT or request.observation.elements_truncated:
+        lines.append(f"(... more elements not listed; {len(elements)} or more in all)")
+    parts: list[UserContent] = [
+        f"Action: {request.action_type}\nTarget description: {request.description}\n\nElements:\n"
+        + "\n".join(lines)
+    ]
+    if with_screenshot and request.screenshot is not None:
+        parts += [
+            "Screenshot of the viewport:",
+            BinaryContent(data=request.screenshot, media_type="image/png"),
+        ]
+    return parts
+
+
+class LLMGrounder:
+    """Grounder backed by any pydantic-ai model (see the module doc)."""
+
+    wants_screenshot = True
+    """The executor attaches a viewport screenshot to each request."""
+
+    def __init__(self, model: Model, *, retries: int = 2, name: str | None = None) -> None:
+        self.model = model
+        self.retries = retries
+        self.name = name or f"llm:{model_label(model)}"
+        agent: Agent[frozenset[int], GroundingAnswer] = Agent(
+            model,
+            output_type=GroundingAnswer,
+            instructions=INSTRUCTIONS,
+            deps_type=frozenset[int],
+            name="grounder",
+        )
+
+        @agent.output_validator
+        def _check(ctx: RunContext[frozenset[int]], answer: GroundingAnswer) -> GroundingAnswer:  # pyright: ignore[reportUnusedFunction]
+            if answer.index is not None and answer.index not in ctx.deps:
+                raise ModelRetry(
+                    f"index {answer.index} is not in the element list; answer a listed index or null"
+                )
+            return answer
+
+        self._agent = agent
+
+    async def __call__(self, request: GroundingRequest) -> Grounding:
+        """Ground ``request.description``; look at the screenshot when the list alone is not enough."""
+        elements = request.observation.elements
+        if not elements:
+            return Grounding(index=None, reason="the page has no interactive elements", grounder=self.name)
+        known = frozenset(el.index for el in elements)
+        settings = ModelSettings(temperature=0.0)
+        asked = await ask(
+            self._agent,
+            grounding_prompt(request, with_screenshot=False),
+            role="grounder",
+            retries=self.retries,
+            settings=settings,
+            deps=known,
+        )
+        looked = False
+        if request.screenshot is not None and (asked.output is None or not asked.output.sure):
+            looked = True
+            second = await ask(
+                self._agent,
+                grounding_prompt(request, with_screenshot=True),
+                role="grounder",
+                retries=self.retries,
+                settings=settings,
+                deps=known,
+            )
+            if second.output is not None or asked.output is None:
+                asked = second
+        answer = asked.output
+        if answer is None:
+            return Grounding(index=None, reason=f"judge_error: {asked.error}", grounder=self.name)
+        by_index = {el.index: el for el in elements}
+        reason = answer.reason + (" (after looking at the screenshot)" if looked else "")
+        if answer.index is None or answer.index not in by_index:
+            return Grounding(index=None, reason=reason or "no element fits", grounder=self.name)
+        return Grounding(
+            index=answer.index,
+            score=1.0 if answer.sure else 0.5,
+            reason=f"{element_kind(by_index[answer.index]) or 'element'} "
+            f"{element_label(by_index[answer.index])!r}: {reason}",
+            grounder=self.name,
+        )
+
+
+@register("grounder", "llm")
+def llm_grounder(
+    model: str, retries: int = 2, base_url: str | None = None, api_key_env: str | None = None
+) -> Grounder:
+    """LLM grounder on ``model`` (``provider:name``, or a model served at ``base_url``)."""
+    config = ModelConfig(name=model, base_url=base_url, api_key_env=api_key_env)
+    return LLMGrounder(build_model(config), retries=retries, name=f"llm:{model}")
