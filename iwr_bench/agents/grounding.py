@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.to_thread
 import numpy as np
@@ -21,6 +21,11 @@ from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
 from iwr_bench.dataset.models import ActionType
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from iwr_bench.metrics.embed import ClipEmbedder
 from iwr_bench.registry import register
 from iwr_bench.tools.models import Element, Observation
 
@@ -230,9 +235,19 @@ class HeuristicGrounder:
 
     name = "heuristic"
 
-    def __init__(self, threshold: float = 0.45, semantic: bool = True) -> None:
+    def __init__(
+        self,
+        threshold: float = 0.45,
+        semantic: bool = True,
+        clip: ClipEmbedder | None = None,
+        clip_weight: float = 0.15,
+    ) -> None:
         self.threshold = threshold
         self.semantic = semantic
+        self.clip = clip
+        self.clip_weight = clip_weight
+        self.wants_screenshot = clip is not None
+        """With CLIP the executor attaches a screenshot, whose element crops are matched to the text."""
 
     async def __call__(self, request: GroundingRequest) -> Grounding:
         """Score every element; return the best above the threshold."""
@@ -251,6 +266,10 @@ class HeuristicGrounder:
             (self._score(desc, request.action_type, el, sem), el)
             for el, sem in zip(elements, semantic, strict=True)
         ]
+        visual = self._visual_scores(request)
+        if visual is not None:
+            # What the element looks like counts as a bonus on top of what it says.
+            scored = [(min(1.0, s + self.clip_weight * visual.get(el.index, 0.0)), el) for s, el in scored]
         # The label decides whether an element matches at all; the text around it only ranks.
         ranked = {el.index: s + 0.1 * _context_score(desc, el) for s, el in scored}
         scored.sort(
@@ -276,6 +295,35 @@ class HeuristicGrounder:
             candidates=candidates,
             grounder="heuristic",
         )
+
+    def _visual_scores(self, request: GroundingRequest) -> dict[int, float] | None:
+        """CLIP image-text match of each on-screen element's crop with the description.
+
+        The cosines become a softmax over the elements (CLIP's logit scale of 100), so the bonus
+        goes to the element that looks most like the description relative to the others.
+        """
+        if self.clip is None or request.screenshot is None:
+            return None
+        from iwr_bench.metrics.hashing import as_image
+
+        shot = as_image(request.screenshot)
+        crops: list[Image.Image] = []
+        indices: list[int] = []
+        for el in request.observation.elements:
+            box = el.box
+            left, top = max(0, int(box.x)), max(0, int(box.y))
+            right, bottom = min(shot.width, int(box.x + box.width)), min(shot.height, int(box.y + box.height))
+            if el.in_viewport and right - left >= 4 and bottom - top >= 4:
+                crops.append(shot.crop((left, top, right, bottom)))
+                indices.append(el.index)
+        if not crops:
+            return None
+        images = self.clip.embed(crops)
+        text = self.clip.embed_text([request.description])[0]
+        logits = 100.0 * (images @ text)
+        weights = np.exp(logits - logits.max())
+        probs = weights / weights.sum()
+        return {i: float(p) for i, p in zip(indices, probs, strict=True)}
 
     def _semantic_scores(self, desc: str, elements: Sequence[Element]) -> list[float]:
         texts = [f"{element_kind(el) or el.tag} {element_label(el)}" for el in elements]
@@ -351,6 +399,22 @@ def _context_score(desc: str, el: Element) -> float:
 
 
 @register("grounder", "heuristic")
-def heuristic_grounder(threshold: float = 0.45, semantic: bool = True) -> HeuristicGrounder:
-    """The offline heuristic grounder."""
-    return HeuristicGrounder(threshold=threshold, semantic=semantic)
+def heuristic_grounder(
+    threshold: float = 0.45,
+    semantic: bool = True,
+    clip_model: str | None = None,
+    clip_pretrained: str | None = None,
+    device: str = "auto",
+) -> HeuristicGrounder:
+    """The offline heuristic grounder; ``clip_model`` + ``clip_pretrained`` (tag or checkpoint) add CLIP."""
+    clip = None
+    if clip_model:
+        from iwr_bench.errors import UserError
+        from iwr_bench.metrics.embed import ClipEmbedder, EmbedderUnavailable
+
+        clip = ClipEmbedder(clip_model, clip_pretrained or "", device=device)
+        try:
+            clip.load()
+        except EmbedderUnavailable as exc:
+            raise UserError(f"grounder CLIP: {exc}") from exc
+    return HeuristicGrounder(threshold=threshold, semantic=semantic, clip=clip)

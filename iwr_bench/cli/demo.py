@@ -1,19 +1,19 @@
-"""``iwr demo``: the offline main job on the built-in suite.
+"""``iwr demo``: the offline main job on the built-in suite, resumable in one fixed folder.
 
-Today it validates and lists the built-in suite (or, when no recorded suite ships, a
-synthetic one it draws). It will run generation and judging in one go once the engine
-(``iwr run``) exists; it never prints scores it did not compute.
+The demo is ``iwr run`` with no options (baselines oracle, screenshot and blank; offline judges
+and metrics) in ``build/demo``. Run again, it continues that run (nothing finished is redone)
+and shows its results; ``--fresh`` starts over.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from importlib import resources
 from pathlib import Path
 
 from iwr_bench.cli._common import Subparsers
-from iwr_bench.cli.tasks import cmd_list, cmd_validate
-from iwr_bench.dataset.synthetic import build_task_set
+from iwr_bench.engine.store import STORE_NAME
 
 
 def builtin_suite() -> Path | None:
@@ -25,23 +25,22 @@ def builtin_suite() -> Path | None:
 def register(sub: Subparsers) -> None:
     """Add ``iwr demo``."""
     p = sub.add_parser("demo", help="run the offline main job on the built-in suite")
-    p.add_argument("--out", type=Path, default=Path("build/demo"), help="working folder")
+    p.add_argument("--out", type=Path, default=Path("build/demo"), help="run folder (default build/demo)")
+    p.add_argument("--fresh", action="store_true", help="delete an earlier demo run and start over")
+    p.add_argument("--only", help="comma-separated task ids to keep")
     p.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Validate and list the built-in suite."""
-    suite = builtin_suite()
-    if suite is None:
-        print("No recorded suite ships yet; drawing a synthetic two-task set in the official layout.")
-        suite = build_task_set(args.out / "synthetic")
-    print(f"Suite: {suite}\n")
-    rc = cmd_validate(argparse.Namespace(path=suite, strict=False, quick=False, json=False))
-    print()
-    cmd_list(argparse.Namespace(path=suite, json=False))
-    print(
-        "\nThe one-command pipeline (iwr run) is not built yet, so no scores are shown here. To score "
-        "pages now: iwr generate --tasks <suite> --model oracle --out build/pages, then "
-        "iwr judge --tasks <suite> --pages build/pages --out build/judged (see README)."
-    )
-    return rc
+    """Start or continue the demo run."""
+    from iwr_bench.cli import main
+
+    out: Path = args.out
+    if args.fresh and out.exists():
+        shutil.rmtree(out)
+    if (out / STORE_NAME).is_file():
+        print(f"continuing the demo run in {out} (--fresh starts over)")
+        argv = ["run", "--resume", str(out)]
+    else:
+        argv = ["run", "--out", str(out), *(["--only", args.only] if args.only else [])]
+    return main(argv)

@@ -21,6 +21,9 @@ A complete run file (every key is optional; the values shown are the defaults)::
     base_url = ""                 # OpenAI-compatible server of the judge model(s)
     api_key_env = ""
     votes = 1                     # k-vote majority of the llm assertion judge
+    retries = 2                   # retries of an unusable judge answer
+    grounder_options = {}         # factory arguments, e.g. { clip_model = "ViT-B-32",
+                                  #   clip_pretrained = "/path/clip.safetensors" } for the heuristic one
     judge_error_policy = "fail"   # what a failed judgement counts as (the published code: pass)
     undetermined_policy = "pass"
 
@@ -78,6 +81,8 @@ class JudgeSettings(BaseModel):
     """Environment variable with the judge model's key."""
     votes: int = Field(default=1, ge=1, le=9)
     """k-vote majority of the llm assertion judge."""
+    grounder_options: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Arguments of an offline grounder's factory (e.g. CLIP for the heuristic one)."""
     retries: int = Field(default=2, ge=0, le=10)
     """Retries of an unparsable judge answer."""
     judge_error_policy: Literal["pass", "fail"] = "fail"

@@ -96,7 +96,7 @@ def build_judges(settings: JudgeSettings, limits: Limits, get: Get, put: Put) ->
         models.append(model)
         grounder: Grounder = LLMGrounder(model, retries=settings.retries, name=f"llm:{settings.model}")
     else:
-        grounder, _ = create("grounder", settings.grounder)
+        grounder, _ = create("grounder", settings.grounder, **settings.grounder_options)
     if settings.assertions == "llm":
         from iwr_bench.agents.judge.llm import LLMAssertionJudge
 

@@ -411,7 +411,8 @@ class Engine:
             with anyio.CancelScope() as scope:
                 self.cancel_scope = scope
                 async with AsyncExitStack() as stack:
-                    pool = await stack.enter_async_context(PagePool(self._pool()))
+                    with self.clock.work("browser"):  # starting Chromium is browser time
+                        pool = await stack.enter_async_context(PagePool(self._pool()))
                     for generator in self.generators.values():
                         if isinstance(generator, LVLMGenerator):
                             await stack.enter_async_context(generator)

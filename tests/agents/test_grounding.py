@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
+
 import pytest
+from PIL import Image, ImageDraw
+from tiny_clip import tiny_clip
 
 from iwr_bench.agents.grounding import GroundingRequest, HeuristicGrounder
+from iwr_bench.metrics.embed import ClipEmbedder
 from iwr_bench.registry import create
 from iwr_bench.tools.models import BoundingBox, Element, Observation
 
@@ -88,3 +94,32 @@ async def test_deterministic_and_registered() -> None:
     assert (
         await grounder(GroundingRequest(description="x", action_type="Click", observation=empty))
     ).index is None
+
+
+async def test_clip_looks_at_element_crops(tmp_path: Path) -> None:
+    """With CLIP weights the grounder asks for a screenshot and lets the crops break a label tie."""
+    name, ckpt = tiny_clip(tmp_path / "clip")
+    grounder, spec = create("grounder", "heuristic", clip_model=name, clip_pretrained=str(ckpt), device="cpu")
+    assert grounder.wants_screenshot and spec.args["clip_model"] == name
+    shot = Image.new("RGB", (400, 400), "white")
+    draw = ImageDraw.Draw(shot)
+    draw.rectangle((10, 100, 90, 120), fill="red")
+    draw.rectangle((10, 200, 90, 220), fill="blue")
+    buf = io.BytesIO()
+    shot.save(buf, format="PNG")
+    desc = "the 'Add to cart' button"
+    request = GroundingRequest(
+        description=desc, action_type="Click", observation=PAGE, screenshot=buf.getvalue()
+    )
+    visual = grounder._visual_scores(request)  # pyright: ignore[reportPrivateUsage]
+    assert visual is not None and set(visual) == {el.index for el in PAGE.elements}
+    assert sum(visual.values()) == pytest.approx(1.0)
+    # The same crops embedded independently: the tied "Add to cart" buttons go to the better match.
+    embedder = ClipEmbedder(name, str(ckpt), device="cpu")
+    crops = [shot.crop((10, 100, 90, 120)), shot.crop((10, 200, 90, 220))]
+    sims = embedder.embed(crops) @ embedder.embed_text([desc])[0]
+    expected = 2 if sims[0] >= sims[1] else 3
+    assert (visual[2] >= visual[3]) == (expected == 2)
+    assert (await grounder(request)).index == expected
+    without = await grounder(request.model_copy(update={"screenshot": None}))
+    assert without.index == 2  # no screenshot: the lexical tie goes to the first one

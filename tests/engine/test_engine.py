@@ -73,6 +73,21 @@ def test_offline_demo_orders_the_baselines(tmp_path: Path, capsys: pytest.Captur
     assert "oracle" in capsys.readouterr().out
 
 
+def test_demo_runs_then_continues(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "demo"
+    assert main(["demo", "--only", "102", "--out", str(run)]) == 0
+    first = capsys.readouterr()
+    assert "oracle" in first.out and "Final" in first.out and "run completed" in first.err
+    scores = _scores(run)
+    assert len(scores) == 3
+    started = time.perf_counter()
+    assert main(["demo", "--out", str(run)]) == 0  # again: the same run, nothing redone
+    again = capsys.readouterr()
+    assert "continuing the demo run" in again.out and "run completed" in again.err
+    assert time.perf_counter() - started < 30
+    assert _scores(run) == scores
+
+
 def _run_file(path: Path, url: str, out: Path) -> Path:
     path.write_text(
         f"""

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from PIL import Image
+from tiny_clip import tiny_clip
 
-from iwr_bench._torch import import_torchvision
 from iwr_bench.metrics.embed import ClipEmbedder, DinoEmbedder, EmbedderUnavailable, pair_cosines
 from iwr_bench.metrics.pair import CachedMetric
 from iwr_bench.registry import create
@@ -73,30 +72,10 @@ async def test_dino_loads_a_local_checkpoint(images: dict[str, Image.Image], tmp
     assert spec.args["model"] == str(path)
 
 
-def _tiny_clip(folder: Path) -> tuple[str, Path]:
-    import torch
-
-    import_torchvision()  # before open_clip: PyPI's torchvision needs the shim beside CPU torch
-    import open_clip
-
-    folder.mkdir()
-    name = "iwr-tiny-clip"
-    config = {
-        "embed_dim": 32,
-        "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "patch_size": 16, "head_width": 32},
-        "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2},
-    }
-    (folder / f"{name}.json").write_text(json.dumps(config))
-    open_clip.add_model_config(folder / f"{name}.json")
-    ckpt = folder / "tiny.pt"
-    torch.save({"state_dict": open_clip.create_model(name).state_dict()}, ckpt)
-    return name, ckpt
-
-
 async def test_clip_loads_a_local_checkpoint_and_embeds_text(
     images: dict[str, Image.Image], tmp_path: Path
 ) -> None:
-    name, ckpt = _tiny_clip(tmp_path / "clip")
+    name, ckpt = tiny_clip(tmp_path / "clip")
     metric, _ = create("metric", "clip", model=name, pretrained=str(ckpt), device="cpu")
     assert metric.backend.weights == str(ckpt.resolve())
     same, other = await metric([(images["a"], images["a2"]), (images["a"], images["b"])])
