@@ -36,6 +36,19 @@ def tasks_root(pristine_tasks: Path, tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A metric cache folder shared by every test (checkpoints are OCR-read once per session)."""
+    return tmp_path_factory.mktemp("metric-cache")
+
+
+@pytest.fixture(autouse=True)
+def metric_cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point the engine's metric cache (and subprocesses') at the session folder."""
+    monkeypatch.setenv("IWR_BENCH_CACHE_DIR", str(session_cache))
+    yield session_cache
+
+
 @pytest.fixture(autouse=True)
 def no_model_requests() -> Iterator[None]:
     """Block real provider calls in every test; fake-server tests opt back in with ``allow_requests``."""

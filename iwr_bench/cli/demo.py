@@ -28,6 +28,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--out", type=Path, default=Path("build/demo"), help="run folder (default build/demo)")
     p.add_argument("--fresh", action="store_true", help="delete an earlier demo run and start over")
     p.add_argument("--only", help="comma-separated task ids to keep")
+    p.add_argument("--tui", action="store_true", help="watch it in the terminal UI")
     p.set_defaults(func=cmd_demo)
 
 
@@ -43,4 +44,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         argv = ["run", "--resume", str(out)]
     else:
         argv = ["run", "--out", str(out), *(["--only", args.only] if args.only else [])]
+    if args.tui:
+        argv.append("--tui")
     return main(argv)

@@ -54,6 +54,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--dino", help="DINOv2 hub id or local folder")
     p.add_argument("--no-metric-cache", action="store_true", help="do not reuse metric values across runs")
     p.add_argument("--budget", type=float, metavar="USD", help="stop new paid generation calls past this")
+    p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
     out.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
@@ -65,6 +66,10 @@ def register(sub: Subparsers) -> None:
     show.add_argument("run_dir", type=Path)
     show.add_argument("--json", action="store_true", help="everything as JSON")
     show.set_defaults(func=cmd_runs_show)
+
+    watch = sub.add_parser("watch", help="follow a run (in progress or finished) in the terminal UI")
+    watch.add_argument("run_dir", type=Path)
+    watch.set_defaults(func=cmd_watch)
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -164,7 +169,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UserError(f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`")
     engine = Engine(config, run_dir, resume=bool(args.resume), retry_failed=args.retry_failed)
     engine.prepare()
-    outcome = _run_plain(engine, quiet=args.quiet or args.json)
+    if args.tui:
+        from iwr_bench.tui.app import run_tui
+
+        outcome = run_tui(engine)
+    else:
+        outcome = _run_plain(engine, quiet=args.quiet or args.json)
     return _finish(engine, outcome, as_json=args.json, quiet=args.quiet)
 
 
@@ -280,4 +290,15 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         console.print(f"metric {b['metric']}: {b.get('model') or b.get('engine')} on {b.get('device')}{sub}")
     summary["run_dir"] = str(args.run_dir)
     print_summary(summary)
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Attach the terminal UI to a run folder; it waits for a run that has not started yet."""
+    run_dir: Path = args.run_dir
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a folder")
+    from iwr_bench.tui.app import watch
+
+    watch(run_dir)
     return 0

@@ -116,6 +116,8 @@ class ActionStarted(_Event):
 
     kind: Literal["action_started"] = "action_started"
     index: int
+    total: int = 0
+    """Number of actions of the task."""
     type: str
     description: str
 
@@ -142,6 +144,8 @@ class ActionExecuted(_Event):
     message: str = ""
     screenshot: str | None = None
     """Evidence file of the state after the action (relative to the run folder)."""
+    checkpoint: str | None = None
+    """The task's reference checkpoint for that state (absolute path), when the action is flagged."""
 
 
 class JudgeDelta(_Event):
@@ -176,6 +180,8 @@ class AssertionVerdictEvent(_Event):
 
     kind: Literal["assertion_verdict"] = "assertion_verdict"
     index: int
+    assertion: str = ""
+    """The assertion judged."""
     verdict: str
     reasoning: str
     judge: str

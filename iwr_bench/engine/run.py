@@ -213,6 +213,8 @@ class Engine:
         self.generators: dict[str, Generator] = {}
         self.cancel_scope: anyio.CancelScope | None = None
         self._dirty: set[str] = set()
+        self._pairs: dict[tuple[int, str], anyio.CancelScope] = {}
+        self._stored_scores: dict[str, ScoreRow] | None = None
 
     # -- set-up (everything that can fail for a user mistake fails here, before any work) -------
 
@@ -468,8 +470,75 @@ class Engine:
     # -- one (task, model) pair ------------------------------------------------------------------
 
     async def _pipeline(self, task: Task, slug: str, pool: PagePool, metrics: VisualMetrics) -> None:
-        result = await self._generate(task, slug)
-        await self._judge(task, slug, result, pool, metrics)
+        with anyio.CancelScope() as scope:
+            self._pairs[(task.id, slug)] = scope
+            try:
+                result = await self._generate(task, slug)
+                await self._judge(task, slug, result, pool, metrics)
+            finally:
+                del self._pairs[(task.id, slug)]
+        if scope.cancelled_caught:
+            self._record_cancelled(task.id, slug)
+
+    def _earlier(self, jid: str) -> ScoreRow | None:
+        if self._stored_scores is None:
+            assert self.store is not None
+            self._stored_scores = {row.job: row for row in self.store.scores()}
+        return self._stored_scores.get(jid)
+
+    def _earlier_scores(self, jid: str) -> dict[str, float | None] | None:
+        """Scores of a job finished in an earlier session (so a resumed run's events carry them)."""
+        row = self._earlier(jid)
+        if row is None:
+            return None
+        return {
+            "ifs": row.ifs,
+            "lvs": row.lvs,
+            "hvs": row.hvs,
+            "vfs": row.vfs,
+            "final": row.final,
+            "success_steps": float(row.success_steps),
+            "total_steps": float(row.total_steps),
+        }
+
+    def _earlier_failure(self, jid: str) -> str | None:
+        assert self.store is not None
+        job = self.store.job(jid)
+        row = self._earlier(jid)
+        return (job.failure if job else None) or (row.failure if row else None)
+
+    def cancel_job(self, task_id: int, model: str) -> bool:
+        """Stop one (task, model) pair; its running job is recorded as failed (``cancelled``).
+
+        Returns False when that pair is not in progress. ``--resume --retry-failed`` redoes it.
+        """
+        scope = self._pairs.get((task_id, model))
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def _record_cancelled(self, task_id: int, slug: str) -> None:
+        assert self.store is not None
+        for stage in ("gen", "judge"):
+            jid = job_id(stage, task_id, slug)
+            row = self.store.job(jid)
+            if row is None or row.status in ("done", "failed"):
+                continue
+            message = "cancelled by the user"
+            self.store.finish_job(jid, status="failed", result=None, failure="cancelled", message=message)
+            self.bus.publish(FailureEvent(job=jid, stage=stage, failure="cancelled", message=message))  # type: ignore[arg-type]
+            self.bus.publish(
+                JobFinished(
+                    job=jid,
+                    stage=stage,  # type: ignore[arg-type]
+                    task_id=task_id,
+                    model=slug,
+                    status="failed",
+                    failure="cancelled",
+                    message=message,
+                )
+            )
 
     def _open(self, stage: str, task: Task, slug: str) -> tuple[str, bool]:
         """The job's id, and whether it must run (False: finished before)."""
@@ -584,7 +653,15 @@ class Engine:
         jid, todo = self._open("judge", task, slug)
         if not todo:
             self.bus.publish(
-                JobFinished(job=jid, stage="judge", task_id=task.id, model=slug, status="skipped")
+                JobFinished(
+                    job=jid,
+                    stage="judge",
+                    task_id=task.id,
+                    model=slug,
+                    status="skipped",
+                    failure=self._earlier_failure(jid),
+                    scores=self._earlier_scores(jid),
+                )
             )
             return
         page = self.run_dir / "pages" / str(task.id) / slug

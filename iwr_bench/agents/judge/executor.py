@@ -88,11 +88,12 @@ class Executor:
         try:
             with emitting(self.emit):
                 async with self.pool.page(spec) as tools:
-                    return await self._run(tools, actions, evidence)
+                    return await self._run(tools, task, evidence)
         except PageFailure as exc:
             return _page_failure(actions, "page_load_failed", str(exc))
 
-    async def _run(self, tools: PageTools, actions: list[Action], evidence: Path) -> Replay:
+    async def _run(self, tools: PageTools, task: Task, evidence: Path) -> Replay:
+        actions = task.record.action_sequence
         screenshots = {0: _save(evidence, "step_0.png", await tools.screenshot())}
         records: list[ActionRecord] = []
         success = 0
@@ -106,7 +107,10 @@ class Executor:
                 index=i, type=action.type, description=action.parameters.description, status="ok"
             )
             record.before = f"step_{i}.png"  # the state after the previous action (or the initial one)
-            self.emit("action_started", {"index": i, "type": action.type, "description": record.description})
+            self.emit(
+                "action_started",
+                {"index": i, "total": len(actions), "type": action.type, "description": record.description},
+            )
             try:
                 before_text = (await tools.observe()).text if action.has_assertion else None
                 await self._perform(tools, action, record)
@@ -127,7 +131,8 @@ class Executor:
                 "action_finished",
                 {
                     **record.model_dump(include={"index", "status", "failure", "message"}),
-                    "screenshot": record.after,
+                    "screenshot": record.after or record.before,  # a failed action: the state it met
+                    "checkpoint": _checkpoint(task, i),
                 },
             )
             if record.status == "ok":
@@ -231,7 +236,10 @@ class Executor:
         )
         verdict = await self.assertions(request)
         record.assertion = verdict
-        self.emit("assertion_verdict", {"index": record.index, **verdict.model_dump()})
+        self.emit(
+            "assertion_verdict",
+            {"index": record.index, "assertion": action.logical_assertion, **verdict.model_dump()},
+        )
         passed = verdict.verdict == "yes"
         if verdict.verdict == "error":
             passed = self.config.judge_error_policy == "pass"
@@ -241,6 +249,12 @@ class Executor:
             failure: FailureClass = "judge_error" if verdict.verdict == "error" else "assertion_failed"
             raise _Failed(failure, f"{verdict.verdict}: {verdict.reasoning}")
         return verdict.verdict
+
+
+def _checkpoint(task: Task, index: int) -> str | None:
+    """The reference checkpoint of the state after action ``index``, when it has one."""
+    path = task.checkpoint_after(index)
+    return str(path) if path is not None and path.is_file() else None
 
 
 def _save(folder: Path, name: str, png: bytes) -> str:

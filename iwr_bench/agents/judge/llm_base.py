@@ -38,6 +38,7 @@ from pydantic_ai.messages import (
     TextPartDelta,
     ThinkingPart,
     ThinkingPartDelta,
+    ToolCallPart,
     ToolCallPartDelta,
     ToolReturnPart,
     UserContent,
@@ -105,6 +106,8 @@ def _reporter(role: str) -> Any:
             if isinstance(event, PartStartEvent):
                 if isinstance(event.part, TextPart | ThinkingPart):
                     text = event.part.content
+                elif isinstance(event.part, ToolCallPart) and isinstance(event.part.args, str):
+                    text = event.part.args  # the first piece of a structured answer
             elif isinstance(event, PartDeltaEvent):
                 delta = event.delta
                 if isinstance(delta, TextPartDelta):

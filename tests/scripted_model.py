@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from pydantic_ai import BinaryContent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -59,6 +60,8 @@ class Scripted:
     """Builds the model and remembers every prompt it saw."""
 
     answer: Answer
+    delay: float = 0.0
+    """Seconds each streamed answer takes to start (a slow judge)."""
     prompts: list[Prompt] = field(default_factory=list[Prompt])
     settings: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
 
@@ -80,6 +83,8 @@ class Scripted:
             messages: list[ModelMessage], info: AgentInfo
         ) -> AsyncIterator[str | DeltaToolCalls]:
             got = self._answer(messages, info)
+            if self.delay:
+                await anyio.sleep(self.delay)
             if isinstance(got, str):
                 for i in range(0, max(1, len(got)), 8):
                     yield got[i : i + 8]

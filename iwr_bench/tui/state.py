@@ -1,0 +1,363 @@
+"""What the terminal UI shows, folded from a run's events (no Textual here, so it is easy to test).
+
+:class:`RunState` applies events one by one (:meth:`RunState.apply`) and keeps only what the
+views need: per-model progress and running means, per-job rows, the limits' occupancy, and for
+each job the trajectory with verdicts, the judge's recent streamed text and tool calls, and the
+latest screenshot beside its reference checkpoint. Everything is bounded, so a run with
+thousands of jobs and millions of streamed tokens keeps a small, constant footprint per job.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from statistics import fmean
+
+from iwr_bench.engine.events import (
+    ActionExecuted,
+    ActionGrounded,
+    ActionStarted,
+    AssertionVerdictEvent,
+    Event,
+    FailureEvent,
+    GenerationFinished,
+    JobFinished,
+    JobQueued,
+    JobStarted,
+    JudgeDelta,
+    JudgeRetry,
+    JudgeToolCall,
+    LimitOccupancy,
+    MetricComputed,
+    RunFinished,
+    RunStarted,
+)
+
+STREAM_CHARS = 4000
+"""Characters of a job's streamed judge text kept (the most recent)."""
+LOG_LINES = 200
+"""Tool calls and retries kept per job."""
+INFRA = frozenset(
+    {
+        "generation_error",
+        "no_page",
+        "page_load_failed",
+        "page_crashed",
+        "timeout",
+        "judge_error",
+        "engine_error",
+        "cancelled",
+    }
+)
+"""Failure classes that are not the model's mistake."""
+
+
+@dataclass
+class ActionView:
+    """One action of a job's trajectory."""
+
+    index: int
+    type: str
+    description: str
+    status: str = "running"
+    """running, ok or failed."""
+    failure: str | None = None
+    message: str = ""
+    element: int | None = None
+    """Grounded element index."""
+    grounding: str = ""
+    """The grounder's reason."""
+    assertion: str = ""
+    """The action's logical assertion, once judged."""
+    verdict: str | None = None
+    """Assertion verdict (yes, no, undetermined, error), when the action has one."""
+    reasoning: str = ""
+    """The assertion judge's explanation."""
+    votes: list[str] = field(default_factory=list[str])
+    stream: str = ""
+    """The judges' streamed text for this action (bounded), each role's part headed ``[role]``."""
+    stream_role: str = ""
+
+
+@dataclass
+class JobView:
+    """One (task, model) pair: its generation and its judging."""
+
+    task_id: int
+    model: str
+    gen: str = "pending"
+    """pending, queued, running, done, failed or skipped."""
+    judge: str = "pending"
+    step: int = 0
+    """Actions started so far."""
+    total: int = 0
+    """Actions of the task (known once replay starts)."""
+    scores: dict[str, float | None] = field(default_factory=dict[str, float | None])
+    failure: str | None = None
+    message: str = ""
+    cost_usd: float = 0.0
+    actions: list[ActionView] = field(default_factory=list[ActionView])
+    log: deque[str] = field(default_factory=lambda: deque[str](maxlen=LOG_LINES))
+    """Tool calls and retries, newest last."""
+    screenshot: str | None = None
+    """Latest replay screenshot, relative to the run folder."""
+    checkpoint: str | None = None
+    """The reference checkpoint of that state, when it is scored."""
+    seq: int = 0
+    """Sequence of the job's latest event (for 'most recently active')."""
+
+    @property
+    def key(self) -> str:
+        """Row key: ``<task>/<model>``."""
+        return f"{self.task_id}/{self.model}"
+
+    @property
+    def streamed(self) -> ActionView | None:
+        """The latest action a judge model streamed text for."""
+        return next((a for a in reversed(self.actions) if a.stream), None)
+
+    @property
+    def status(self) -> str:
+        """One word for the pair."""
+        if self.judge in ("done", "failed", "skipped"):
+            return "failed" if self.failure in INFRA else self.judge
+        if self.gen == "failed" and self.failure == "cancelled":
+            return "failed"
+        if self.judge in ("running", "queued"):
+            return "judging"
+        if self.gen in ("running", "queued"):
+            return "generating"
+        return "pending"
+
+
+@dataclass
+class ModelView:
+    """Progress and running means of one model."""
+
+    name: str
+    total: int = 0
+    generated: int = 0
+    judged: int = 0
+    cost_usd: float = 0.0
+    scores: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
+    """Per score name, the values of the judged tasks (0-1)."""
+    failures: dict[str, int] = field(default_factory=dict[str, int])
+    """Infrastructure failures by class."""
+    mistakes: dict[str, int] = field(default_factory=dict[str, int])
+    """The model's own failures (element_not_found, assertion_failed, ...)."""
+
+    def mean(self, name: str) -> float | None:
+        """Mean of a score over judged tasks (x100), or None."""
+        values = self.scores.get(name)
+        return 100 * fmean(values) if values else None
+
+
+@dataclass
+class LimitView:
+    """Occupancy of a named limit."""
+
+    name: str
+    capacity: int
+    in_use: int = 0
+    waiting: int = 0
+
+
+@dataclass
+class RunState:
+    """Everything the UI shows; see the module doc."""
+
+    run_id: str = ""
+    models: dict[str, ModelView] = field(default_factory=dict[str, ModelView])
+    jobs: dict[str, JobView] = field(default_factory=dict[str, JobView])
+    limits: dict[str, LimitView] = field(default_factory=dict[str, LimitView])
+    status: str = "waiting"
+    """waiting, running, completed, cancelled or failed."""
+    message: str = ""
+    started: float | None = None
+    """Event time of the first run_started."""
+    last_time: float | None = None
+    """Event time of the latest event."""
+    judged_times: list[float] = field(default_factory=list[float])
+    """Event times of judge jobs finishing in this view (for throughput)."""
+    last_seq: int = 0
+    events: int = 0
+    backends: set[str] = field(default_factory=set[str])
+    """Metric backend labels seen."""
+    dirty: set[str] = field(default_factory=set[str])
+    """Keys of jobs changed since the UI last looked (it clears this)."""
+
+    def job(self, task_id: int, model: str) -> JobView:
+        """The pair's row, created on first sight."""
+        key = f"{task_id}/{model}"
+        view = self.jobs.get(key)
+        if view is None:
+            view = self.jobs[key] = JobView(task_id, model)
+            self.models.setdefault(model, ModelView(model))
+        return view
+
+    def _job_of(self, event: Event) -> JobView | None:
+        if not event.job:
+            return None
+        parts = event.job.split("/", 2)
+        if len(parts) != 3 or not parts[1].isdigit():
+            return None
+        return self.job(int(parts[1]), parts[2])
+
+    def apply(self, event: Event) -> None:
+        """Fold one event in."""
+        self.events += 1
+        self.last_seq = max(self.last_seq, event.seq)
+        self.last_time = event.time
+        view = self._job_of(event)
+        if view is not None:
+            view.seq = event.seq
+            self.dirty.add(view.key)
+        match event:
+            case RunStarted():
+                self.run_id = event.run_id
+                self.status = "running"
+                self.started = self.started or event.time
+                for model in event.models:
+                    mv = self.models.setdefault(model, ModelView(model))
+                    mv.total = len(event.tasks)
+                    for tid in event.tasks:
+                        self.dirty.add(self.job(tid, model).key)
+                for name, cap in event.limits.items():
+                    self.limits.setdefault(name, LimitView(name, cap))
+            case RunFinished():
+                self.status, self.message = event.status, event.message
+            case JobQueued() | JobStarted():
+                if view is not None:
+                    state = "queued" if isinstance(event, JobQueued) else "running"
+                    setattr(view, event.stage, state)
+                    if event.stage == "judge" and state == "running":
+                        view.actions, view.step, view.screenshot = [], 0, None
+            case JobFinished():
+                if view is not None:
+                    self._finished(view, event)
+            case GenerationFinished():
+                if view is not None and event.cost_usd:
+                    view.cost_usd += event.cost_usd
+            case ActionStarted():
+                if view is not None:
+                    view.step, view.total = event.index + 1, event.total or view.total
+                    view.actions = [a for a in view.actions if a.index < event.index]
+                    view.actions.append(ActionView(event.index, event.type, event.description))
+            case ActionGrounded():
+                action = _action(view, event.index)
+                if action is not None:
+                    action.element, action.grounding = event.element, event.reason
+            case ActionExecuted():
+                action = _action(view, event.index)
+                if action is not None:
+                    action.status, action.failure, action.message = event.status, event.failure, event.message
+                if view is not None and event.screenshot:
+                    view.screenshot, view.checkpoint = event.screenshot, event.checkpoint
+            case AssertionVerdictEvent():
+                action = _action(view, event.index)
+                if action is not None:
+                    action.verdict, action.reasoning, action.votes = (
+                        event.verdict,
+                        event.reasoning,
+                        event.votes,
+                    )
+                    action.assertion = event.assertion
+            case JudgeDelta():
+                action = view.actions[-1] if view is not None and view.actions else None
+                if action is not None:
+                    if action.stream_role != event.role:
+                        action.stream += f"\n[{event.role}] " if action.stream else f"[{event.role}] "
+                        action.stream_role = event.role
+                    action.stream = (action.stream + event.text)[-STREAM_CHARS:]
+            case JudgeToolCall():
+                if view is not None:
+                    view.log.append(f"{event.role}: {event.tool}({event.args[:120]})")
+            case JudgeRetry():
+                if view is not None:
+                    view.log.append(f"{event.role}: retry {event.attempt}: {event.error[:160]}")
+            case LimitOccupancy():
+                limit = self.limits.setdefault(event.name, LimitView(event.name, event.capacity))
+                limit.capacity, limit.in_use, limit.waiting = event.capacity, event.in_use, event.waiting
+            case MetricComputed():
+                self.backends.add(event.backend)
+            case FailureEvent():
+                if view is not None:
+                    view.failure, view.message = event.failure, event.message
+
+    def _finished(self, view: JobView, event: JobFinished) -> None:
+        model = self.models.setdefault(view.model, ModelView(view.model))
+        previous = getattr(view, event.stage)
+        setattr(view, event.stage, event.status)
+        view.cost_usd += event.cost_usd
+        model.cost_usd += event.cost_usd
+        if event.failure:
+            view.failure, view.message = event.failure, event.message
+        counted = previous not in ("done", "failed", "skipped")
+        if event.stage == "gen":
+            model.generated += counted
+            if event.status == "failed" and event.failure and counted:
+                model.failures[event.failure] = model.failures.get(event.failure, 0) + 1
+            return
+        if not counted:
+            return
+        model.judged += 1
+        if event.status != "skipped":
+            self.judged_times.append(event.time)
+        if event.scores:
+            view.scores = dict(event.scores)
+            total = event.scores.get("total_steps")
+            view.total = int(total) if total else view.total
+            for name in ("ifs", "lvs", "hvs", "vfs", "final"):
+                value = event.scores.get(name)
+                if value is not None:
+                    model.scores.setdefault(name, []).append(value)
+        failure = event.failure or _failed_action(view)
+        if failure and failure != "generation_error":
+            bucket = model.failures if failure in INFRA else model.mistakes
+            bucket[failure] = bucket.get(failure, 0) + 1
+
+    # -- derived figures ---------------------------------------------------------------------------
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds between the first run_started and the latest event."""
+        if self.started is None or self.last_time is None:
+            return 0.0
+        return max(0.0, self.last_time - self.started)
+
+    @property
+    def throughput(self) -> float:
+        """Judged pages per minute over this view's window."""
+        if len(self.judged_times) < 2:
+            return 0.0
+        span = self.judged_times[-1] - self.judged_times[0]
+        return 60 * (len(self.judged_times) - 1) / span if span > 0 else 0.0
+
+    @property
+    def remaining(self) -> int:
+        """Pairs not judged yet."""
+        return sum(m.total - m.judged for m in self.models.values())
+
+    @property
+    def eta(self) -> float | None:
+        """Seconds left at the current throughput, or None when unknown."""
+        rate = self.throughput
+        if self.status != "running" or rate <= 0:
+            return None
+        return 60 * self.remaining / rate
+
+    def active_job(self) -> JobView | None:
+        """The most recently active job that is still in progress, else the most recent one."""
+        running = [j for j in self.jobs.values() if j.status in ("judging", "generating")]
+        pool = running or list(self.jobs.values())
+        return max(pool, key=lambda j: j.seq, default=None)
+
+
+def _action(view: JobView | None, index: int) -> ActionView | None:
+    if view is None:
+        return None
+    return next((a for a in reversed(view.actions) if a.index == index), None)
+
+
+def _failed_action(view: JobView) -> str | None:
+    return next((a.failure for a in view.actions if a.status == "failed"), None)
