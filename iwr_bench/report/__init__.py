@@ -1,0 +1,68 @@
+"""Reports of finished runs: the paper's leaderboard, breakdowns, plots, comparisons, HTML evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from iwr_bench.report.data import RunData
+from iwr_bench.report.render import print_rows, write_tables
+from iwr_bench.report.tables import action_types, all_breakdowns, compare, differences, leaderboard
+
+__all__ = ["RunData", "build_report", "compare_runs"]
+
+
+def build_report(run_dir: Path, out: Path, console: Console | None = None, *, html: bool = True) -> Path:
+    """Write leaderboard and breakdown tables (CSV, JSON, Markdown), plots and ``index.html``.
+
+    Returns the report folder.
+
+    Raises:
+        UserError: when ``run_dir`` is not a run folder.
+    """
+    from iwr_bench.report.plots import write_plots
+
+    run = RunData.load(run_dir)
+    board = leaderboard(run)
+    breakdowns = all_breakdowns(run)
+    write_tables(out, "leaderboard", board, f"Leaderboard: {run_dir.name} (x100)")
+    write_tables(out, "breakdowns", breakdowns, f"Breakdowns: {run_dir.name} (x100)")
+    svgs = write_plots(out / "plots", breakdowns)
+    if html:
+        from iwr_bench.report.html import write_html
+
+        write_html(out, run, board, breakdowns, svgs)
+    if console is not None:
+        print_rows(
+            console, board, f"{run_dir.name}: leaderboard (x100, status {run.status})", skip=("backends",)
+        )
+        for name in ("interaction level", "visual level", "domain", "device"):
+            rows = [r for r in breakdowns if r["breakdown"] == name]
+            print_rows(console, rows, f"by {name}", skip=("breakdown", "backends"))
+        print_rows(console, action_types(run), "by action type", skip=("breakdown",))
+        labels = sorted({str(row["backends"]) for row in board})
+        console.print("backends: " + "; ".join(labels))
+        if any(not row["paper comparable"] for row in board):
+            console.print(
+                "[bold red]not paper-comparable[/]: substitute metric backends"
+                " and/or no rubric judge (VFS = LVS)"
+            )
+        console.print(f"report written to {out}" + (f" (open {out / 'index.html'})" if html else ""))
+    return out
+
+
+def compare_runs(a_dir: Path, b_dir: Path, out: Path, console: Console | None = None) -> Path:
+    """Per-model deltas B - A, with rows whose settings differ flagged as not comparable."""
+    a, b = RunData.load(a_dir), RunData.load(b_dir)
+    rows = compare(a, b)
+    write_tables(out, "comparison", rows, f"{b_dir.name} - {a_dir.name} (x100)")
+    if console is not None:
+        print_rows(console, rows, f"{b_dir.name} minus {a_dir.name} (x100)")
+        differ = differences(a, b)
+        if differ:
+            console.print(
+                f"[bold red]not comparable[/]: the runs differ in {', '.join(differ)}; no deltas are shown"
+            )
+        console.print(f"comparison written to {out}")
+    return out

@@ -1,0 +1,229 @@
+"""A finished (or stopped) run, read back from its folder for reporting.
+
+:class:`RunData` holds, per (task, model), the :class:`~iwr_bench.metrics.scoring.TaskScore`
+rebuilt from the store's metric rows (the same numbers ``iwr run`` prints), the failure and its
+class, the ``eval.json`` record when there is one, and the task's record (levels, domain,
+device) when the task set is still where the run found it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iwr_bench.agents.judge.evaluate import Evaluation
+from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.engine.run import INFRA_FAILURES
+from iwr_bench.engine.store import STORE_NAME, JobRow, RunStore, StoreError, job_id
+from iwr_bench.errors import UserError
+from iwr_bench.metrics.scoring import PairScore, TaskScore
+
+UNKNOWN = "unknown"
+
+
+@dataclass
+class Result:
+    """One (task, model) pair of a run."""
+
+    task_id: int
+    model: str
+    judged: bool
+    """The judge job finished (done or failed); only judged pairs enter the means."""
+    score: TaskScore | None
+    """Scores (None when not judged); a judged pair without a score row scores 0."""
+    failure: str | None = None
+    """The first failure: the model's mistake or an infrastructure failure."""
+    infra: bool = False
+    """Whether ``failure`` is not the model's doing (generation error, crash, judge error, ...)."""
+    message: str = ""
+    cost_usd: float = 0.0
+    judge_errors: int = 0
+    undetermined: int = 0
+    evaluation: Evaluation | None = None
+    """The eval.json record, when it could be read."""
+    eval_dir: Path | None = None
+    """Folder of eval.json (evidence lives under ``evidence/``)."""
+    backends: dict[str, str] = field(default_factory=dict[str, str])
+    """Metric -> backend label (substitutes say so)."""
+
+
+@dataclass
+class TaskInfo:
+    """What the breakdowns group by."""
+
+    interaction: str = UNKNOWN
+    visual: str = UNKNOWN
+    domain: str = UNKNOWN
+    device: str = UNKNOWN
+    task: Task | None = None
+
+
+@dataclass
+class RunData:
+    """Everything a report needs about one run."""
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    status: str
+    models: list[str]
+    task_ids: list[int]
+    results: dict[tuple[str, int], Result]
+    tasks: dict[int, TaskInfo]
+    wall_s: float
+    """Wall time over all sessions of the run."""
+    tasks_found: bool
+    """Whether the run's task set could be loaded (levels, domains, checkpoints, videos)."""
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunData:
+        """Read ``run_dir``.
+
+        Raises:
+            UserError: when it is not a run folder.
+        """
+        if not (run_dir / STORE_NAME).is_file():
+            raise UserError(f"{run_dir} is not a run folder (no {STORE_NAME})")
+        try:
+            store = RunStore.open_run(run_dir, readonly=True)
+        except StoreError as exc:
+            raise UserError(str(exc)) from exc
+        try:
+            return cls._read(run_dir, store)
+        finally:
+            store.close()
+
+    @classmethod
+    def _read(cls, run_dir: Path, store: RunStore) -> RunData:
+        manifest = store.manifest()
+        models: list[str] = list(manifest.get("models", []))
+        task_ids: list[int] = [int(t) for t in manifest.get("task_ids", [])]
+        jobs = {j.id: j for j in store.jobs()}
+        pairs: dict[str, dict[int, dict[str, float | None]]] = {}
+        labels: dict[str, dict[str, str]] = {}
+        for jid, step, metric, value, backend, _sub in store.metrics():
+            pairs.setdefault(jid, {}).setdefault(step, {})[metric] = value
+            labels.setdefault(jid, {})[metric] = backend
+        scores = {s.job: s for s in store.scores()}
+        results: dict[tuple[str, int], Result] = {}
+        for model in models:
+            for tid in task_ids:
+                gen, judge = jobs.get(job_id("gen", tid, model)), jobs.get(job_id("judge", tid, model))
+                results[(model, tid)] = _result(run_dir, tid, model, gen, judge, scores, pairs, labels)
+        wall = sum(
+            float(getattr(e, "wall_s", 0.0)) for e in store.events(kinds=("run_finished",), limit=100_000)
+        )
+        tasks, found = _tasks(manifest, task_ids)
+        return cls(
+            run_dir=run_dir,
+            manifest=manifest,
+            status=str(store.meta("status") or UNKNOWN),
+            models=models,
+            task_ids=task_ids,
+            results=results,
+            tasks=tasks,
+            wall_s=wall,
+            tasks_found=found,
+        )
+
+    def judged(self, model: str, task_ids: list[int] | None = None) -> list[Result]:
+        """The judged results of ``model`` (over ``task_ids``, default all)."""
+        ids = self.task_ids if task_ids is None else task_ids
+        return [r for t in ids if (r := self.results[(model, t)]).judged]
+
+    def setting(self, key: str) -> Any:
+        """A comparable setting from the manifest (judges, metric backends, policies, tasks)."""
+        return {
+            "judges": self.manifest.get("judges"),
+            "metric backends": [
+                {k: b.get(k) for k in ("metric", "engine", "model", "weights", "substitute")}
+                for b in self.manifest.get("metric_backends", [])
+            ],
+            "policies": self.manifest.get("policies"),
+            "tasks": self.manifest.get("task_digests"),
+        }[key]
+
+
+def _result(
+    run_dir: Path,
+    tid: int,
+    model: str,
+    gen: JobRow | None,
+    judge: JobRow | None,
+    scores: dict[str, Any],
+    pairs: dict[str, dict[int, dict[str, float | None]]],
+    labels: dict[str, dict[str, str]],
+) -> Result:
+    cost = gen.cost_usd if gen is not None else 0.0
+    if judge is None or judge.status not in ("done", "failed"):
+        failure = gen.failure if gen is not None and gen.status == "failed" else None
+        return Result(
+            tid, model, judged=False, score=None, failure=failure, infra=failure is not None, cost_usd=cost
+        )
+    row = scores.get(judge.id)
+    eval_dir: Path | None = None
+    evaluation: Evaluation | None = None
+    if row is not None:
+        eval_dir = (run_dir / row.eval_path).parent
+        try:
+            evaluation = Evaluation.model_validate(json.loads((run_dir / row.eval_path).read_text()))
+        except (OSError, ValueError):
+            evaluation = None
+    if row is None:
+        score = TaskScore(total_steps=1, success_steps=0, pairs=[])
+        failure = judge.failure
+    else:
+        score = TaskScore(
+            total_steps=row.total_steps,
+            success_steps=row.success_steps,
+            pairs=[
+                PairScore(step=step, ocr=v.get("ocr") or 0.0, dino=v.get("dino") or 0.0, hvs=v.get("rubric"))
+                for step, v in sorted(pairs.get(judge.id, {}).items())
+            ],
+        )
+        failure = judge.failure or row.failure
+    gen_failed = gen is not None and gen.status == "failed"
+    if gen_failed and gen is not None:
+        failure = (gen.failure or "generation_error").split(":", 1)[0]
+    replay = evaluation.replay if evaluation is not None else None
+    return Result(
+        task_id=tid,
+        model=model,
+        judged=True,
+        score=score,
+        failure=failure,
+        infra=bool(failure)
+        and (failure in INFRA_FAILURES or failure in ("engine_error", "cancelled") or gen_failed),
+        message=judge.message,
+        cost_usd=cost,
+        judge_errors=replay.judge_errors if replay else 0,
+        undetermined=replay.undetermined if replay else 0,
+        evaluation=evaluation,
+        eval_dir=eval_dir,
+        backends=labels.get(judge.id, {}),
+    )
+
+
+def _tasks(manifest: dict[str, Any], task_ids: list[int]) -> tuple[dict[int, TaskInfo], bool]:
+    infos = {t: TaskInfo() for t in task_ids}
+    source = manifest.get("tasks_source")
+    if not source:
+        return infos, False
+    try:
+        task_set = load_tasks(Path(source))
+    except Exception:  # noqa: BLE001 - the task set moved or changed: report without its details
+        return infos, False
+    for task in task_set.tasks:
+        if task.id not in infos:
+            continue
+        c = task.record.classification
+        device = task.record.recording_details.environment.value
+        infos[task.id] = TaskInfo(
+            interaction=c.level or UNKNOWN,
+            visual=c.visual_level or UNKNOWN,
+            domain=c.domain or UNKNOWN,
+            device=device or UNKNOWN,
+            task=task,
+        )
+    return infos, True
