@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rich.console import Console
@@ -28,6 +29,18 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
     breakdowns = all_breakdowns(run)
     write_tables(out, "leaderboard", board, f"Leaderboard: {run_dir.name} (x100)")
     write_tables(out, "breakdowns", breakdowns, f"Breakdowns: {run_dir.name} (x100)")
+    summary = {
+        "run": run_dir.name,
+        "status": run.status,
+        "wall_s": round(run.wall_s, 3),
+        "tasks": len(run.task_ids),
+        "models": run.models,
+        "judges": run.manifest.get("judges"),
+        "policies": run.manifest.get("policies"),
+        "metric_backends": run.manifest.get("metric_backends"),
+        "tasks_found": run.tasks_found,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     svgs = write_plots(out / "plots", breakdowns)
     if html:
         from iwr_bench.report.html import write_html
@@ -41,6 +54,10 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
             rows = [r for r in breakdowns if r["breakdown"] == name]
             print_rows(console, rows, f"by {name}", skip=("breakdown", "backends"))
         print_rows(console, action_types(run), "by action type", skip=("breakdown",))
+        cost = sum(float(row["cost usd"]) for row in board)
+        console.print(
+            f"status {run.status}, wall time {run.wall_s:.1f} s over all sessions, cost ${cost:.4f}"
+        )
         labels = sorted({str(row["backends"]) for row in board})
         console.print("backends: " + "; ".join(labels))
         if any(not row["paper comparable"] for row in board):

@@ -111,7 +111,7 @@ browser_pages = 1
     return path
 
 
-def _judged(run_dir: Path) -> int:
+def _done(run_dir: Path, stage: str = "judge") -> int:
     if not (run_dir / "run.sqlite").exists():
         return 0
     try:
@@ -119,7 +119,7 @@ def _judged(run_dir: Path) -> int:
     except Exception:
         return 0
     try:
-        return sum(j.status == "done" for j in store.jobs("judge"))
+        return sum(j.status == "done" for j in store.jobs(stage))
     except Exception:
         return 0
     finally:
@@ -150,13 +150,15 @@ async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_re
                 stderr=sink,
             )
         deadline = time.monotonic() + 240
-        while _judged(broken) < 1:
+        # Kill once one page is judged and the paid generation has finished (a blank page may be
+        # judged before the model has even answered).
+        while _done(broken) < 1 or _done(broken, "gen") < 2:
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "the run never judged a page"
             await anyio.sleep(0.1)
         os.killpg(proc.pid, signal.SIGKILL)
         assert proc.wait(30) == -signal.SIGKILL
-        assert _judged(broken) == 1  # killed in the middle: one of two pages judged
+        assert _done(broken) == 1  # killed in the middle: one of two pages judged
         assert len(fake.requests) == 1
 
         rc = await anyio.to_thread.run_sync(lambda: main(["run", "--resume", str(broken), "--quiet"]))

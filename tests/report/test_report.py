@@ -67,6 +67,8 @@ def test_leaderboard_files_carry_the_stores_numbers(finished_run: Path, report: 
     with (report / "leaderboard.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [float(r["Final"]) for r in rows] == [row["Final"] for row in board]
+    summary_file = json.loads((report / "summary.json").read_text())
+    assert summary_file["status"] == "completed" and summary_file["wall_s"] > 0
     markdown = (report / "leaderboard.md").read_text()
     assert "| model |" in markdown and f"{board[0]['Final']:.2f}" in markdown
 

@@ -262,3 +262,40 @@ def test_recorded_stream_is_a_finished_run() -> None:
     for event in events:
         state.apply(event)
     assert state.status == "completed" and any(j.streamed for j in state.jobs.values())
+
+
+@anyio_mark
+async def test_thousands_of_jobs_stay_responsive() -> None:
+    events: list[Any] = [RunStarted(run_id="big", models=["a", "b"], tasks=list(range(1500)), seq=1)]
+    for i in range(1000):
+        model = "a" if i % 2 else "b"
+        events.append(
+            JobFinished(
+                job=f"judge/{i}/{model}",
+                stage="judge",
+                task_id=i,
+                model=model,
+                status="done",
+                scores={"ifs": (i % 10) / 10, "vfs": 0.5, "final": 0.3},
+                seq=2 + i,
+            )
+        )
+    app = RunApp(Path("big"), events=events)
+    async with app.run_test(size=(80, 24)) as pilot:
+        started = time.perf_counter()
+        await pilot.press("j")
+        jobs = app.query_one("#jobtable", DataTable)
+        assert jobs.row_count == 3000
+        await pilot.press("s", "s", "s", "s")  # by Final
+        await pilot.press("slash", *"done", "enter")
+        assert jobs.row_count == 1000
+        more = JobFinished(
+            job="judge/1400/a", stage="judge", task_id=1400, model="a", status="done", scores={}, seq=5000
+        )
+        app.feed([more])
+        app.redraw()
+        assert jobs.row_count == 1001  # a new match is added in place, without a rebuild
+        await pilot.resize_terminal(200, 60)
+        await pilot.press("o", "l", "d")
+        assert time.perf_counter() - started < 30
+    assert app.state.models["a"].judged == 501
