@@ -8,7 +8,8 @@ printed too (every metric computed). Printed per configuration: wall time, actio
 second, the engine's overhead (wall time during which no browser, model or metric work was in
 progress) as a percentage, and the speed-up over one page.
 
-Usage: ``.venv/bin/python benchmarks/bench_engine.py [--only 101,102] [--pages 1,2,4]``.
+Usage: ``.venv/bin/python benchmarks/bench_engine.py [--only 101,102] [--pages 1,2,4] [--cache-dir D]``
+(``--cache-dir ~/.cache/iwr-bench`` reuses what ``make demo`` computed, so the warm-up is short).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import anyio
 
 from iwr_bench.engine.config import RunConfig, parse_run_config
-from iwr_bench.engine.run import Engine, RunOutcome
+from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 
 
 def _config(only: list[int], pages: int, cache_dir: Path) -> RunConfig:
@@ -35,13 +36,16 @@ def _config(only: list[int], pages: int, cache_dir: Path) -> RunConfig:
     )
 
 
-def _run(config: RunConfig, out: Path) -> RunOutcome:
+def _run(config: RunConfig, out: Path) -> tuple[RunOutcome, str]:
     engine = Engine(config, out)
     engine.prepare()
     outcome = anyio.run(engine.run)
     if outcome.status != "completed":
         raise SystemExit(f"run in {out} ended {outcome.status}: {outcome.message}")
-    return outcome
+    assert engine.store is not None
+    models = run_summary(engine.store)["models"]
+    finals = "  ".join(f"{m} {v['final']:.2f}" for m, v in models.items())
+    return outcome, f"Final: {finals}"
 
 
 def _line(label: str, o: RunOutcome, base: float | None) -> str:
@@ -60,6 +64,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated task ids (default: the whole suite)")
     parser.add_argument("--pages", default="1,2,4", help="browser-page counts to measure")
+    parser.add_argument(
+        "--cache-dir", type=Path, help="metric cache to warm and use (default: a fresh temporary one)"
+    )
     args = parser.parse_args()
     only = [int(x) for x in args.only.split(",") if x.strip()]
     counts = [int(x) for x in args.pages.split(",") if x.strip()]
@@ -67,12 +74,15 @@ def main() -> None:
     print(f"engine benchmark: built-in suite{' ' + str(only) if only else ''}, cores: {os.cpu_count()}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        warm = _run(_config(only, max(counts), root / "cache"), root / "warm-up")
-        print(_line(f"warm-up ({max(counts)} p)", warm, None) + "  [metrics computed]")
+        cache = args.cache_dir or root / "cache"
+        warm, finals = _run(_config(only, max(counts), cache), root / "warm-up")
+        print(_line(f"warm-up ({max(counts)} p)", warm, None) + "  [fills the metric cache]")
+        print(f"{'':<16} {finals}")
         base: float | None = None
         for n in counts:
-            outcome = _run(_config(only, n, root / "cache"), root / f"pages-{n}")
+            outcome, finals = _run(_config(only, n, cache), root / f"pages-{n}")
             print(_line(f"{n} page{'s' if n > 1 else ''}", outcome, base), flush=True)
+            print(f"{'':<16} {finals}", flush=True)
             base = outcome.wall_s if base is None else base
 
 

@@ -48,7 +48,10 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
         write_html(out, run, board, breakdowns, svgs)
     if console is not None:
         print_rows(
-            console, board, f"{run_dir.name}: leaderboard (x100, status {run.status})", skip=("backends",)
+            console,
+            board,
+            f"{run_dir.name}: leaderboard (x100, status {run.status})",
+            skip=("tasks", "judged", "backends", "paper comparable", "cost usd"),
         )
         for name in ("interaction level", "visual level", "domain", "device"):
             rows = [r for r in breakdowns if r["breakdown"] == name]

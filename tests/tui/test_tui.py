@@ -154,7 +154,9 @@ def _verdict(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
 @pytest.mark.browser
 @anyio_mark
 async def test_live_run_with_llm_judges_cancel_and_quit(tmp_path: Path) -> None:
-    config = parse_run_config({"only": [101, 102, 103], "limits": {"browser_pages": 1}}, "test")
+    config = parse_run_config(
+        {"only": [101, 102, 103, 104, 105, 106], "limits": {"browser_pages": 1}}, "test"
+    )
     judges = JudgeSet(
         LLMGrounder(Scripted(_grounds, delay=0.2).model(), name="llm:scripted"),
         LLMAssertionJudge(Scripted(_verdict, delay=0.2).model(), name="llm:scripted"),
