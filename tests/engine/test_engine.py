@@ -111,6 +111,10 @@ browser_pages = 1
     return path
 
 
+def _reported(scores: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ...]]:
+    return {job: tuple(round(100 * v, 2) for v in values) for job, values in scores.items()}
+
+
 def _done(run_dir: Path, stage: str = "judge") -> int:
     if not (run_dir / "run.sqlite").exists():
         return 0
@@ -165,7 +169,9 @@ async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_re
         assert rc == 0
         assert len(fake.requests) == 1  # the generation finished before the kill is not paid again
 
-    assert _scores(broken) == _scores(whole)
+    # Equal at the precision results are reported in (x100, two decimals): an embedding's last
+    # float digits depend on which images share its batch, and a resumed run batches differently.
+    assert _reported(_scores(broken)) == _reported(_scores(whole))
     store = RunStore.open_run(broken, readonly=True)
     try:
         assert store.meta("status") == "completed"
