@@ -421,6 +421,7 @@ class Engine:
                     await stack.enter_async_context(self.judges)
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._report_limits)
+                        tg.start_soon(self._watch_control)
                         tg.start_soon(self._watch_signals, scope)
                         async with anyio.create_task_group() as work:
                             for task in self.tasks:
@@ -506,6 +507,22 @@ class Engine:
         job = self.store.job(jid)
         row = self._earlier(jid)
         return (job.failure if job else None) or (row.failure if row else None)
+
+    async def _watch_control(self) -> None:
+        """Carry out requests other processes drop in ``<run>/control`` (see :func:`request_cancel`)."""
+        folder = self.run_dir / CONTROL_DIR
+        while True:
+            for path in sorted(folder.glob("cancel-*.json")) if folder.is_dir() else []:
+                try:
+                    request = json.loads(path.read_text())
+                    task_id, model = int(request["task_id"]), str(request["model"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    log.warning("ignoring a malformed control request %s", path.name)
+                    task_id, model = -1, ""
+                if task_id >= 0 and not self.cancel_job(task_id, model):
+                    log.info("cancel request for %s/%s: not in progress", task_id, model)
+                path.unlink(missing_ok=True)
+            await anyio.sleep(0.5)
 
     def cancel_job(self, task_id: int, model: str) -> bool:
         """Stop one (task, model) pair; its running job is recorded as failed (``cancelled``).
@@ -798,6 +815,24 @@ class Engine:
                 seconds=round(seconds, 3),
             )
         )
+
+
+CONTROL_DIR = "control"
+"""Folder of a run where other processes leave requests for the running engine."""
+
+
+def request_cancel(run_dir: Path, task_id: int, model: str) -> Path:
+    """Ask the engine running in ``run_dir`` (another process) to cancel one (task, model) pair.
+
+    The request is a small file the engine picks up within a second; it is ignored when that
+    pair is not in progress.
+    """
+    folder = run_dir / CONTROL_DIR
+    folder.mkdir(exist_ok=True)
+    name = f"cancel-{time.time_ns()}-{task_id}-{model}.json"
+    tmp = folder / f".{name}.tmp"
+    tmp.write_text(json.dumps({"task_id": task_id, "model": model}))
+    return tmp.replace(folder / name)
 
 
 def run_summary(store: RunStore) -> dict[str, Any]:

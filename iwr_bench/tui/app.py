@@ -360,16 +360,19 @@ class RunApp(App[None]):
         self._title()
 
     def action_cancel_job(self) -> None:
-        """Cancel the selected job (in-process runs only)."""
+        """Cancel the selected job (in an attached viewer, by asking the run's process)."""
         job = self._detail_job() if self.view == "detail" else self._cursor_job()
         if job is None:
             self.notify("no job selected", severity="warning")
             return
         if self.engine is None:
-            self.notify(
-                "cancelling needs the run's own process: use iwr run --tui (or stop the run)",
-                severity="warning",
-            )
+            if self.state.status != "running" or job.status not in ("judging", "generating", "pending"):
+                self.notify(f"task {job.task_id} / {job.model} is not in progress", severity="warning")
+                return
+            from iwr_bench.engine.run import request_cancel
+
+            request_cancel(self.run_dir, job.task_id, job.model)  # the running engine picks it up
+            self.notify(f"asked the run to cancel task {job.task_id} / {job.model}", timeout=3)
             return
         if self.engine.cancel_job(job.task_id, job.model):
             self.notify(f"cancelling task {job.task_id} / {job.model}", timeout=3)

@@ -209,11 +209,13 @@ async def test_live_run_with_llm_judges_cancel_and_quit(tmp_path: Path) -> None:
 @pytest.mark.browser
 @anyio_mark
 async def test_watch_follows_a_run_in_another_process(tmp_path: Path) -> None:
+    """``iwr watch``: attach before the store exists, see jobs finish, cancel one through the run folder."""
     run = tmp_path / "other"
     log = tmp_path / "run.log"
+    argv = ["run", "--only", "101,102,103", "--pages-at-once", "1", "--out", str(run), "--quiet"]
     with log.open("wb") as sink:
         proc = subprocess.Popen(  # noqa: ASYNC220 - a plain child process the test waits on
-            [sys.executable, "-m", "iwr_bench", "run", "--only", "102", "--out", str(run), "--quiet"],
+            [sys.executable, "-m", "iwr_bench", *argv],
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             stdout=sink,
             stderr=sink,
@@ -221,19 +223,28 @@ async def test_watch_follows_a_run_in_another_process(tmp_path: Path) -> None:
     try:
         app = RunApp(run, follower=StoreFollower(run))  # started before the run has a store
         async with app.run_test(size=(100, 30)) as pilot:
-            seen_running = False
 
-            def done() -> bool:
-                nonlocal seen_running
-                seen_running |= app.state.status == "running"
-                return app.state.status == "completed"
+            def queued() -> JobView | None:
+                if app.state.status != "running":
+                    return None
+                return next(
+                    (j for j in app.state.jobs.values() if j.judge == "queued" and j.task_id == 103), None
+                )
 
-            await _until(pilot, done)
+            await _until(pilot, lambda: queued() is not None)
+            victim = queued()
+            assert victim is not None
             await pilot.press("j")
-            jobs = app.query_one("#jobtable", DataTable)
-            assert jobs.row_count == 3 and {jobs.get_row_at(i)[2] for i in range(3)} == {"done"}
-        assert seen_running or app.state.events > 0
+            table = app.query_one("#jobtable", DataTable)
+            table.move_cursor(row=table.get_row_index(victim.key))
+            await pilot.press("c")
+            await _until(pilot, lambda: app.state.jobs[victim.key].failure == "cancelled", 60)
+            await _until(pilot, lambda: app.state.status == "completed")
+            await pilot.pause(0.6)
+            statuses = [table.get_row_at(i)[2] for i in range(table.row_count)]
+            assert table.row_count == 9 and statuses.count("failed") == 1 and statuses.count("done") == 8
         assert proc.wait(60) == 0, log.read_text()
+        assert not list((run / "control").glob("cancel-*.json"))  # the request was taken
     finally:
         if proc.poll() is None:
             proc.kill()
