@@ -18,7 +18,7 @@ from iwr_bench.cli._common import Subparsers
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config
 from iwr_bench.engine.progress import LiveProgress, PlainProgress
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
-from iwr_bench.engine.store import STORE_NAME, RunStore, StoreError
+from iwr_bench.engine.store import STORE_NAME, RunStore
 from iwr_bench.errors import UserError
 
 
@@ -142,12 +142,7 @@ def _run_dir(args: argparse.Namespace, config: RunConfig) -> Path:
 
 
 def _resumed_config(run_dir: Path) -> RunConfig:
-    if not (run_dir / STORE_NAME).is_file():
-        raise UserError(f"{run_dir} is not a run folder (no {STORE_NAME})")
-    try:
-        store = RunStore.open_run(run_dir, readonly=True)
-    except StoreError as exc:
-        raise UserError(str(exc)) from exc
+    store = RunStore.open_run(run_dir, readonly=True)
     try:
         stored = store.manifest().get("config")
     finally:
@@ -250,10 +245,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
     """Print a run's manifest, status and summary."""
-    try:
-        store = RunStore.open_run(args.run_dir, readonly=True)
-    except StoreError as exc:
-        raise UserError(str(exc)) from exc
+    store = RunStore.open_run(args.run_dir, readonly=True)
     try:
         manifest = store.manifest()
         summary = run_summary(store)

@@ -65,6 +65,7 @@ from iwr_bench.engine.events import (
     MetricComputed,
     RunFinished,
     RunStarted,
+    Stage,
     from_agent,
 )
 from iwr_bench.engine.jobs import (
@@ -81,6 +82,7 @@ from iwr_bench.engine.store import RunStore, ScoreRow, job_id
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
+from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.registry import create
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
@@ -537,25 +539,42 @@ class Engine:
 
     def _record_cancelled(self, task_id: int, slug: str) -> None:
         assert self.store is not None
-        for stage in ("gen", "judge"):
+        stages: tuple[Stage, ...] = ("gen", "judge")
+        for stage in stages:
             jid = job_id(stage, task_id, slug)
             row = self.store.job(jid)
             if row is None or row.status in ("done", "failed"):
                 continue
-            message = "cancelled by the user"
-            self.store.finish_job(jid, status="failed", result=None, failure="cancelled", message=message)
-            self.bus.publish(FailureEvent(job=jid, stage=stage, failure="cancelled", message=message))  # type: ignore[arg-type]
-            self.bus.publish(
-                JobFinished(
-                    job=jid,
-                    stage=stage,  # type: ignore[arg-type]
-                    task_id=task_id,
-                    model=slug,
-                    status="failed",
-                    failure="cancelled",
-                    message=message,
-                )
+            self._fail_job(jid, stage, task_id, slug, "cancelled", "cancelled by the user")
+
+    def _fail_job(
+        self,
+        jid: str,
+        stage: Stage,
+        task_id: int,
+        slug: str,
+        failure: str,
+        message: str,
+        seconds: float = 0.0,
+    ) -> None:
+        """Record a job that ended without a result, and publish its failure and its end."""
+        assert self.store is not None
+        self.store.finish_job(
+            jid, status="failed", result=None, failure=failure, message=message, seconds=seconds
+        )
+        self.bus.publish(FailureEvent(job=jid, stage=stage, failure=failure, message=message))
+        self.bus.publish(
+            JobFinished(
+                job=jid,
+                stage=stage,
+                task_id=task_id,
+                model=slug,
+                status="failed",
+                failure=failure,
+                message=message,
+                seconds=round(seconds, 3),
             )
+        )
 
     def _open(self, stage: str, task: Task, slug: str) -> tuple[str, bool]:
         """The job's id, and whether it must run (False: finished before)."""
@@ -597,27 +616,7 @@ class Engine:
         except Exception as exc:  # a generator must not raise; if one does, it is recorded all the same
             log.exception("generator %s raised on task %d", slug, task.id)
             seconds = time.perf_counter() - start
-            store.finish_job(
-                jid,
-                status="failed",
-                result=None,
-                failure="generation_error",
-                message=str(exc),
-                seconds=seconds,
-            )
-            self.bus.publish(FailureEvent(job=jid, stage="gen", failure="generation_error", message=str(exc)))
-            self.bus.publish(
-                JobFinished(
-                    job=jid,
-                    stage="gen",
-                    task_id=task.id,
-                    model=slug,
-                    status="failed",
-                    failure="generation_error",
-                    message=str(exc),
-                    seconds=seconds,
-                )
-            )
+            self._fail_job(jid, "gen", task.id, slug, "generation_error", str(exc), seconds)
             return None
         seconds = time.perf_counter() - start
         failed = result.status == "failed"
@@ -716,22 +715,7 @@ class Engine:
             log.exception("judging %s on task %d failed", slug, task.id)
             seconds = time.perf_counter() - start
             message = f"{type(exc).__name__}: {exc}"
-            store.finish_job(
-                jid, status="failed", result=None, failure="engine_error", message=message, seconds=seconds
-            )
-            self.bus.publish(FailureEvent(job=jid, stage="judge", failure="engine_error", message=message))
-            self.bus.publish(
-                JobFinished(
-                    job=jid,
-                    stage="judge",
-                    task_id=task.id,
-                    model=slug,
-                    status="failed",
-                    failure="engine_error",
-                    message=message,
-                    seconds=round(seconds, 3),
-                )
-            )
+            self._fail_job(jid, "judge", task.id, slug, "engine_error", message, seconds)
             return
         self._record_evaluation(jid, rel, evaluation, result, time.perf_counter() - start)
 
@@ -835,17 +819,37 @@ def request_cancel(run_dir: Path, task_id: int, model: str) -> Path:
     return tmp.replace(folder / name)
 
 
+def stored_pairs(store: RunStore) -> dict[str, dict[int, dict[str, float | None]]]:
+    """Job -> scored step -> metric -> value, from the store's metric rows."""
+    pairs: dict[str, dict[int, dict[str, float | None]]] = {}
+    for jid, step, metric, value, _backend, _sub in store.metrics():
+        pairs.setdefault(jid, {}).setdefault(step, {})[metric] = value
+    return pairs
+
+
+def stored_task_score(row: ScoreRow | None, pairs: dict[int, dict[str, float | None]]) -> TaskScore:
+    """A judged job's scores rebuilt from its score row and metric values (0 when it has no row)."""
+    if row is None:
+        return TaskScore(total_steps=1, success_steps=0, pairs=[])
+    return TaskScore(
+        total_steps=row.total_steps,
+        success_steps=row.success_steps,
+        pairs=[
+            PairScore(step=step, ocr=v.get("ocr") or 0.0, dino=v.get("dino") or 0.0, hvs=v.get("rubric"))
+            for step, v in sorted(pairs.items())
+        ],
+    )
+
+
 def run_summary(store: RunStore) -> dict[str, Any]:
     """Per-model means (x100) and failure counts of a run, from its store."""
-    from iwr_bench.metrics.scoring import PairScore, TaskScore, summarise
+    from iwr_bench.metrics.scoring import summarise
 
     manifest = store.manifest()
     models: list[str] = manifest.get("models", [])
     task_ids: list[int] = manifest.get("task_ids", [])
     jobs = {j.id: j for j in store.jobs()}
-    metrics: dict[str, dict[int, dict[str, float | None]]] = {}
-    for jid, step, metric, value, _backend, _sub in store.metrics():
-        metrics.setdefault(jid, {}).setdefault(step, {})[metric] = value
+    metrics = stored_pairs(store)
     scores = {s.job: s for s in store.scores()}
     out: dict[str, Any] = {"models": {}, "status": store.meta("status")}
     for model in models:
@@ -869,18 +873,9 @@ def run_summary(store: RunStore) -> dict[str, Any]:
             if judge.failure and judge.failure != "generation_error":
                 failures[judge.failure] = failures.get(judge.failure, 0) + 1
             row = scores.get(judge.id)
-            if row is None:
-                per_task.append(TaskScore(total_steps=1, success_steps=0, pairs=[]))
-                continue
-            if row.failure and row.failure not in INFRA_FAILURES:
+            per_task.append(stored_task_score(row, metrics.get(judge.id, {})))
+            if row is not None and row.failure and row.failure not in INFRA_FAILURES:
                 mistakes[row.failure] = mistakes.get(row.failure, 0) + 1
-            pairs = [
-                PairScore(step=step, ocr=v.get("ocr") or 0.0, dino=v.get("dino") or 0.0, hvs=v.get("rubric"))
-                for step, v in sorted(metrics.get(judge.id, {}).items())
-            ]
-            per_task.append(
-                TaskScore(total_steps=row.total_steps, success_steps=row.success_steps, pairs=pairs)
-            )
         s = summarise(per_task) if per_task else None
         out["models"][model] = {
             "tasks": len(task_ids),

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from iwr_bench.engine.events import Event, parse_event
+from iwr_bench.errors import UserError
 
 STORE_NAME = "run.sqlite"
 SCHEMA_VERSION = 1
@@ -140,8 +141,8 @@ class ScoreRow:
     eval_path: str
 
 
-class StoreError(Exception):
-    """The run store cannot be opened or is not a run store."""
+class StoreError(UserError):
+    """The run store cannot be opened or is not a run store (the CLI reports it in one line)."""
 
 
 class RunStore:

@@ -15,10 +15,9 @@ from typing import Any
 
 from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.dataset.layout import Task, load_tasks
-from iwr_bench.engine.run import INFRA_FAILURES
-from iwr_bench.engine.store import STORE_NAME, JobRow, RunStore, StoreError, job_id
-from iwr_bench.errors import UserError
-from iwr_bench.metrics.scoring import PairScore, TaskScore
+from iwr_bench.engine.run import INFRA_FAILURES, stored_pairs, stored_task_score
+from iwr_bench.engine.store import JobRow, RunStore, job_id
+from iwr_bench.metrics.scoring import TaskScore
 
 UNKNOWN = "unknown"
 
@@ -81,14 +80,9 @@ class RunData:
         """Read ``run_dir``.
 
         Raises:
-            UserError: when it is not a run folder.
+            StoreError: when it is not a run folder (a :class:`~iwr_bench.errors.UserError`).
         """
-        if not (run_dir / STORE_NAME).is_file():
-            raise UserError(f"{run_dir} is not a run folder (no {STORE_NAME})")
-        try:
-            store = RunStore.open_run(run_dir, readonly=True)
-        except StoreError as exc:
-            raise UserError(str(exc)) from exc
+        store = RunStore.open_run(run_dir, readonly=True)
         try:
             return cls._read(run_dir, store)
         finally:
@@ -100,10 +94,9 @@ class RunData:
         models: list[str] = list(manifest.get("models", []))
         task_ids: list[int] = [int(t) for t in manifest.get("task_ids", [])]
         jobs = {j.id: j for j in store.jobs()}
-        pairs: dict[str, dict[int, dict[str, float | None]]] = {}
+        pairs = stored_pairs(store)
         labels: dict[str, dict[str, str]] = {}
-        for jid, step, metric, value, backend, _sub in store.metrics():
-            pairs.setdefault(jid, {}).setdefault(step, {})[metric] = value
+        for jid, _step, metric, _value, backend, _sub in store.metrics():
             labels.setdefault(jid, {})[metric] = backend
         scores = {s.job: s for s in store.scores()}
         results: dict[tuple[str, int], Result] = {}
@@ -170,19 +163,8 @@ def _result(
             evaluation = Evaluation.model_validate(json.loads((run_dir / row.eval_path).read_text()))
         except (OSError, ValueError):
             evaluation = None
-    if row is None:
-        score = TaskScore(total_steps=1, success_steps=0, pairs=[])
-        failure = judge.failure
-    else:
-        score = TaskScore(
-            total_steps=row.total_steps,
-            success_steps=row.success_steps,
-            pairs=[
-                PairScore(step=step, ocr=v.get("ocr") or 0.0, dino=v.get("dino") or 0.0, hvs=v.get("rubric"))
-                for step, v in sorted(pairs.get(judge.id, {}).items())
-            ],
-        )
-        failure = judge.failure or row.failure
+    score = stored_task_score(row, pairs.get(judge.id, {}))
+    failure = judge.failure if row is None else judge.failure or row.failure
     gen_failed = gen is not None and gen.status == "failed"
     if gen_failed and gen is not None:
         failure = (gen.failure or "generation_error").split(":", 1)[0]

@@ -105,6 +105,7 @@ def breakdown(run: RunData, name: str) -> list[Row]:
     groups: dict[str, list[int]] = {}
     for tid in run.task_ids:
         groups.setdefault(key(run.tasks[tid]), []).append(tid)
+    backends = {model: _backends(run, model)[0] for model in run.models}
     rows: list[Row] = []
     for group in sorted(groups):
         for model in run.models:
@@ -119,7 +120,7 @@ def breakdown(run: RunData, name: str) -> list[Row]:
                     "IFS": means["IFS"],
                     "VFS": means["VFS"],
                     "Final": means["Final"],
-                    "backends": _backends(run, model)[0],
+                    "backends": backends[model],
                 }
             )
     return rows
