@@ -129,3 +129,15 @@ def element_for(prompt: Prompt) -> dict[str, Any]:
         if el and el.group(2) in wanted:
             return {"index": int(el.group(1)), "sure": True, "reason": f"its label is {el.group(2)!r}"}
     return {"index": None, "sure": False, "reason": "nothing with that label"}
+
+
+def answer_truthfully(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
+    """A scripted assertion judge: :func:`truthful_verdict` of the prompt."""
+    del info
+    return truthful_verdict(last_prompt(messages))
+
+
+def answer_grounding(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
+    """A scripted grounder: :func:`element_for` of the prompt."""
+    del info
+    return element_for(last_prompt(messages))

@@ -18,7 +18,7 @@ from pydantic_ai.settings import ModelSettings
 
 from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest, element_kind, element_label
-from iwr_bench.agents.judge.llm_base import ask, model_label
+from iwr_bench.agents.judge.llm_base import Asked, ask, model_label
 from iwr_bench.registry import register
 from iwr_bench.tools.models import Element
 
@@ -105,26 +105,19 @@ class LLMGrounder:
         if not elements:
             return Grounding(index=None, reason="the page has no interactive elements", grounder=self.name)
         known = frozenset(el.index for el in elements)
-        settings = ModelSettings(temperature=0.0)
-        asked = await ask(
-            self._agent,
-            grounding_prompt(request, with_screenshot=False),
-            role="grounder",
-            retries=self.retries,
-            settings=settings,
-            deps=known,
-        )
+
+        async def question(with_screenshot: bool) -> Asked[GroundingAnswer]:
+            prompt = grounding_prompt(request, with_screenshot=with_screenshot)
+            settings = ModelSettings(temperature=0.0)
+            return await ask(
+                self._agent, prompt, role="grounder", retries=self.retries, settings=settings, deps=known
+            )
+
+        asked = await question(with_screenshot=False)
         looked = False
         if request.screenshot is not None and (asked.output is None or not asked.output.sure):
             looked = True
-            second = await ask(
-                self._agent,
-                grounding_prompt(request, with_screenshot=True),
-                role="grounder",
-                retries=self.retries,
-                settings=settings,
-                deps=known,
-            )
+            second = await question(with_screenshot=True)
             if second.output is not None or asked.output is None:
                 asked = second
         answer = asked.output

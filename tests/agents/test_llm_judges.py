@@ -11,7 +11,14 @@ from fake_openai import FakeOpenAI, Reply
 from judge_site import SITE, write_page
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
-from scripted_model import Scripted, element_for, last_prompt, truthful_verdict
+from scripted_model import (
+    Scripted,
+    answer_grounding,
+    answer_truthfully,
+    element_for,
+    last_prompt,
+    truthful_verdict,
+)
 
 from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import HeuristicGrounder
@@ -38,21 +45,11 @@ def _collect(events: Events) -> Any:
     return sink
 
 
-def _truthful(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
-    del info
-    return truthful_verdict(last_prompt(messages))
-
-
-def _grounds(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
-    del info
-    return element_for(last_prompt(messages))
-
-
 @pytest.mark.parametrize("page", ["reference", "off_by_one"])
 @pytest.mark.browser
 @pytest.mark.anyio
 async def test_llm_judges_replay_a_page(task: Task, pool: PagePool, tmp_path: Path, page: str) -> None:
-    grounder_model, judge_model = Scripted(_grounds), Scripted(_truthful)
+    grounder_model, judge_model = Scripted(answer_grounding), Scripted(answer_truthfully)
     events: Events = []
     executor = Executor(
         pool,
@@ -93,7 +90,7 @@ async def test_unparsable_answers_are_retried_then_fail_by_policy(
             return "Yes, the count went up."  # text where a structured answer is due
         if prompt.attempt == 2:
             return {"reasoning": "hm", "verdict": "maybe"}  # not an allowed verdict
-        return _truthful(messages, info)
+        return answer_truthfully(messages, info)
 
     events: Events = []
     executor = Executor(pool, HeuristicGrounder(), LLMAssertionJudge(Scripted(flaky).model(), retries=2))
@@ -168,7 +165,9 @@ async def test_grounder_looks_when_unsure_and_retries_bad_indices(
 
     model = Scripted(cautious)
     events: Events = []
-    executor = Executor(pool, LLMGrounder(model.model()), LLMAssertionJudge(Scripted(_truthful).model()))
+    executor = Executor(
+        pool, LLMGrounder(model.model()), LLMAssertionJudge(Scripted(answer_truthfully).model())
+    )
     executor.emit = _collect(events)
     replay = await executor.replay(task, write_page(tmp_path / "p", SITE), tmp_path / "ev")
     assert replay.success_steps == 5, replay.actions

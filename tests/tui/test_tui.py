@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 from conftest import recorded_events
-from pydantic_ai.messages import ModelMessage
-from pydantic_ai.models.function import AgentInfo
-from scripted_model import Scripted, element_for, last_prompt, truthful_verdict
+from scripted_model import (
+    Scripted,
+    answer_grounding,
+    answer_truthfully,
+)
 from textual.widgets import DataTable, Static
 
 from iwr_bench.agents.grounding_llm import LLMGrounder
@@ -141,16 +143,6 @@ async def test_navigating_a_finished_run(finished_run: Path) -> None:
 # -- the app running the engine -------------------------------------------------------------------
 
 
-def _grounds(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
-    del info
-    return element_for(last_prompt(messages))
-
-
-def _verdict(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
-    del info
-    return truthful_verdict(last_prompt(messages))
-
-
 @pytest.mark.browser
 @anyio_mark
 async def test_live_run_with_llm_judges_cancel_and_quit(tmp_path: Path) -> None:
@@ -158,8 +150,8 @@ async def test_live_run_with_llm_judges_cancel_and_quit(tmp_path: Path) -> None:
         {"only": [101, 102, 103, 104, 105, 106], "limits": {"browser_pages": 1}}, "test"
     )
     judges = JudgeSet(
-        LLMGrounder(Scripted(_grounds, delay=0.2).model(), name="llm:scripted"),
-        LLMAssertionJudge(Scripted(_verdict, delay=0.2).model(), name="llm:scripted"),
+        LLMGrounder(Scripted(answer_grounding, delay=0.2).model(), name="llm:scripted"),
+        LLMAssertionJudge(Scripted(answer_truthfully, delay=0.2).model(), name="llm:scripted"),
     )
     engine = Engine(config, tmp_path / "live", judges=judges)
     engine.prepare()
