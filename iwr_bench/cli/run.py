@@ -54,6 +54,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--dino", help="DINOv2 hub id or local folder")
     p.add_argument("--no-metric-cache", action="store_true", help="do not reuse metric values across runs")
     p.add_argument("--budget", type=float, metavar="USD", help="stop new paid generation calls past this")
+    p.add_argument(
+        "--protocol",
+        choices=["default", "official"],
+        help="evaluation protocol: this project's (default) or the official scripts' rules",
+    )
+    p.add_argument("--prompt-file", metavar="PATH", help="generation instructions from this file")
     p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
@@ -126,6 +132,10 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         data["metrics"]["dino"] = args.dino
     if args.no_metric_cache:
         data["metrics"]["cache"] = False
+    if args.protocol:
+        data["protocol"] = args.protocol
+    if args.prompt_file:
+        data["prompt_file"] = args.prompt_file
     if args.budget is not None:
         if args.budget < 0:
             raise UserError("--budget must not be negative")

@@ -6,6 +6,8 @@ A complete run file (every key is optional; the values shown are the defaults)::
     only = []                     # task ids to keep (empty: all)
     out = "runs/<timestamp>"      # run folder (``--out`` wins)
     budget_usd = 0                # stop new paid model calls past this (0: no cap)
+    protocol = "default"          # or "official": the authors' scripts, rule for rule
+    prompt_file = ""              # generation instructions from this file instead of ours
 
     [[models]]                    # one table per model; a baseline is just a name
     name = "oracle"
@@ -57,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from iwr_bench.agents.generation.baselines import BASELINES
 from iwr_bench.agents.generation.config import ModelConfig, slugify
 from iwr_bench.errors import UserError
+from iwr_bench.protocol import EvalProtocol
 
 DEMO_MODELS = ("oracle", "screenshot", "blank")
 """The offline demo's generators."""
@@ -151,6 +154,10 @@ class RunConfig(BaseModel):
     """Run folder."""
     budget_usd: float = Field(default=0.0, ge=0)
     """Cap on paid generation calls (0: none)."""
+    protocol: EvalProtocol = EvalProtocol.default
+    """``default`` (this project's protocol) or ``official`` (the authors' scripts, rule for rule)."""
+    prompt_file: str = ""
+    """Generation instructions read from this file (``{resolution}`` is filled in); empty: ours."""
     models: list[ModelConfig] = Field(default_factory=list[ModelConfig])
     """Generators: models or baselines."""
     judge: JudgeSettings = JudgeSettings()
