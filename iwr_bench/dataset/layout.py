@@ -34,6 +34,8 @@ SHEETS_DIR = "stitched_assets"
 CHECKPOINTS_DIR = "checkpoints"
 REFERENCE_DIR = "reference"
 SHEETS_MANIFEST = "sheets.json"
+SHEET_PREFIX = "stitched_image"
+"""Contact sheets are the files of ``stitched_assets/`` whose names start with this (official rule)."""
 TASK_RECORD = "task.json"
 
 _STEP = re.compile(r"^step_(\d+)\.png$")
@@ -105,8 +107,15 @@ class Task:
 
     @cached_property
     def sheet_files(self) -> list[Path]:
-        """Contact-sheet images, sorted by name (the order they are shown to the model)."""
-        return [p for p in _files(self.sheets_dir) if p.suffix.lower() in IMAGE_SUFFIXES]
+        """Contact sheets, as the official generator picks them: the files of ``stitched_assets/``
+        whose names start with ``stitched_image``, in plain sorted order (``_10`` before ``_2``).
+
+        This is the order they are shown to the model; other files there are not sheets.
+        """
+        if not self.sheets_dir.is_dir():
+            return []
+        found = [p for p in self.sheets_dir.iterdir() if p.is_file() and p.name.startswith(SHEET_PREFIX)]
+        return sorted(found, key=lambda p: p.name)
 
     @cached_property
     def checkpoints(self) -> dict[int, Path]:

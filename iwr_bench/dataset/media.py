@@ -11,7 +11,7 @@ from pathlib import Path
 import av
 from PIL import Image, ImageDraw, ImageFont
 
-from iwr_bench.dataset.layout import SHEETS_MANIFEST
+from iwr_bench.dataset.layout import SHEET_PREFIX, SHEETS_MANIFEST
 
 
 def write_video(frames: Iterable[Image.Image], path: Path, fps: int = 10, crf: int = 28) -> int:
@@ -51,7 +51,9 @@ def write_contact_sheets(
 ) -> list[Path]:
     """Draw contact sheets of image assets, each filename printed under its thumbnail.
 
-    Also writes ``sheets.json`` (sheet file -> asset names) so the validator can check that
+    Sheets are named ``stitched_image_01.png``, ``stitched_image_02.png``, ... so that the official
+    generator, which sends the files whose names start with ``stitched_image`` in plain sorted
+    order, sends them in this order. Also writes ``sheets.json`` (sheet file -> asset names) so the validator can check that
     every asset is shown. Non-image assets (e.g. videos) get a labelled placeholder tile.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -72,7 +74,7 @@ def write_contact_sheets(
             sheet.paste(tile, (x + (thumb - tile.width) // 2, y + (thumb - tile.height) // 2))
             draw.rectangle((x, y, x + thumb - 1, y + thumb - 1), outline=(200, 200, 200))
             draw.text((x + thumb // 2, y + thumb + 4), asset.name, fill="black", font=font, anchor="mt")
-        path = out_dir / f"sheet_{n:02d}.png"
+        path = out_dir / f"{SHEET_PREFIX}_{n:02d}.png"
         sheet.save(path, optimize=True)
         sheets.append(path)
         listing[path.name] = [a.name for a in chunk]

@@ -18,7 +18,7 @@ def test_loads_root_jsonl_and_single_task_folder(tasks_root: Path) -> None:
     assert task.folder == tasks_root / "data" / "1"
     assert task.video.is_file()
     assert [p.name for p in task.asset_files] == ["001.png", "002.png"]
-    assert [p.name for p in task.sheet_files] == ["sheet_01.png"]
+    assert [p.name for p in task.sheet_files] == ["stitched_image_01.png"]
     assert sorted(task.checkpoints) == [0, 1, 2]
     assert task.line == 1
 

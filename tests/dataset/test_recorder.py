@@ -142,7 +142,7 @@ async def test_assets_are_anonymised_stitched_and_mapped(recorded: Path) -> None
     mapping = json.loads((recorded / "asset_maps" / "7.json").read_text())
     assert mapping == {"img/logo.png": "001.png", "img/bg.png": "002.png"}
     assert json.loads((task / "stitched_assets" / "sheets.json").read_text()) == {
-        "sheet_01.png": ["001.png", "002.png"]
+        "stitched_image_01.png": ["001.png", "002.png"]
     }
     html = (task / "reference" / "index.html").read_text()
     assert (
