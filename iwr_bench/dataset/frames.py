@@ -4,6 +4,9 @@ Frames are taken at 1 FPS; a video longer than ``cap`` seconds gives ``cap`` fra
 evenly over its whole length. The per-model image budget decides the cap:
 ``frames = min(frame_cap, image_budget - number_of_sheets)``.
 
+The official generator samples differently (protocol.md section 6); :func:`official_frame_indices`
+and :func:`sample_frames_official` reproduce it for ``--protocol official``.
+
 Decoding runs in the calling thread; async callers wrap it in ``anyio.to_thread.run_sync``.
 """
 
@@ -14,9 +17,12 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import av
 import av.error
+import cv2
+import numpy as np
 from av.container import InputContainer
 from PIL import Image
 from pydantic import BaseModel
@@ -27,6 +33,8 @@ from iwr_bench.metrics.hashing import phash_hex, pixel_digest
 DEFAULT_FPS = 1.0
 DEFAULT_FRAME_CAP = 64
 DEFAULT_IMAGE_BUDGET = 70
+OFFICIAL_JPEG_QUALITY = 95
+"""cv2's JPEG quality, the one the official generator writes its frames with."""
 
 
 class VideoError(IwrError):
@@ -160,18 +168,24 @@ class SamplingIdentity(BaseModel):
     """SHA-256 of each frame's decoded pixels."""
     frame_phashes: list[str]
     """Perceptual hash of each frame (stable across FFmpeg builds where pixels may differ slightly)."""
+    method: Literal["default", "official"] = "default"
+    """``default`` (this project's rule) or ``official`` (the official generator's frame indices)."""
+    indices: list[int] | None = None
+    """Frame numbers read (official sampling only; ``timestamps`` are then ``index / fps``)."""
+    total_frames: int | None = None
+    """Frame count the official rule started from (cv2's ``CAP_PROP_FRAME_COUNT``)."""
 
     def key(self) -> str:
-        """A short stable key: video bytes, rate, cap and the chosen times."""
-        payload = json.dumps(
-            {
-                "fps": self.fps,
-                "cap": self.cap,
-                "video": self.video_sha256,
-                "t": [round(t, 3) for t in self.timestamps],
-            },
-            sort_keys=True,
-        )
+        """A short stable key: video bytes, rate, cap and the chosen times (and method, if official)."""
+        fields: dict[str, object] = {
+            "fps": self.fps,
+            "cap": self.cap,
+            "video": self.video_sha256,
+            "t": [round(t, 3) for t in self.timestamps],
+        }
+        if self.method != "default":
+            fields |= {"method": self.method, "indices": self.indices}
+        payload = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
@@ -236,3 +250,98 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+# -- the official generator's sampling ------------------------------------------------------------
+
+
+def official_frame_indices(total_frames: int, fps: float, cap: int) -> list[int]:
+    """Frame numbers the official generator reads from a video of ``total_frames`` at ``fps``.
+
+    With ``D = total_frames / fps`` seconds and a cap of ``cap`` frames: when ``D > cap``, ``cap``
+    frames at ``int(i * total_frames / cap)`` (the last frame is never included); otherwise ``int(D)``
+    frames at ``int(i * fps)`` (one a second). No frames when any input is not positive.
+    """
+    if total_frames <= 0 or fps <= 0 or cap <= 0:
+        return []
+    duration = total_frames / fps
+    if duration > cap:
+        interval, count = total_frames / cap, cap
+    else:
+        interval, count = fps, int(duration)
+    indices: list[int] = []
+    for i in range(count):
+        index = int(i * interval)
+        if index >= total_frames:
+            break
+        indices.append(index)
+    return indices
+
+
+@dataclass(frozen=True)
+class OfficialFrame:
+    """One frame sampled the official way: its number, time and JPEG bytes."""
+
+    index: int
+    """Frame number in the video."""
+    timestamp: float
+    """``index / fps`` in seconds."""
+    jpeg: bytes
+    """The frame as cv2 writes it: JPEG, quality 95."""
+
+
+@dataclass(frozen=True)
+class OfficialSample:
+    """Frames sampled the official way plus the identity of that sampling."""
+
+    frames: list[OfficialFrame]
+    identity: SamplingIdentity
+
+
+def sample_frames_official(path: Path, cap: int) -> OfficialSample:
+    """Sample a video as the official generator does: cv2 counts, seeks and reads the frames.
+
+    cv2 reports the frame count and rate; :func:`official_frame_indices` picks the frames; each is
+    read after a seek to its number and encoded as JPEG quality 95. A frame cv2 fails to read is
+    skipped, as the official script skips it.
+
+    Raises:
+        VideoError: when the file is missing or cv2 cannot open it.
+    """
+    if not path.is_file():
+        raise VideoError(f"{path} does not exist")
+    capture = cv2.VideoCapture(str(path))
+    try:
+        if not capture.isOpened():
+            raise VideoError(f"{path} cannot be opened as a video")
+        fps = float(capture.get(cv2.CAP_PROP_FPS))
+        total = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        frames: list[OfficialFrame] = []
+        digests: list[str] = []
+        phashes: list[str] = []
+        for index in official_frame_indices(total, fps, cap):
+            capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+            ok, bgr = capture.read()
+            if not ok:
+                continue
+            encoded_ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, OFFICIAL_JPEG_QUALITY])
+            if not encoded_ok:  # pragma: no cover - encoding a decoded frame does not fail
+                continue
+            image = Image.fromarray(np.ascontiguousarray(bgr[:, :, ::-1]))
+            frames.append(OfficialFrame(index=index, timestamp=index / fps, jpeg=buf.tobytes()))
+            digests.append(pixel_digest(image))
+            phashes.append(phash_hex(image))
+    finally:
+        capture.release()
+    identity = SamplingIdentity(
+        fps=1.0,
+        cap=cap,
+        video_sha256=file_sha256(path),
+        timestamps=[f.timestamp for f in frames],
+        frame_digests=digests,
+        frame_phashes=phashes,
+        method="official",
+        indices=[f.index for f in frames],
+        total_frames=total,
+    )
+    return OfficialSample(frames=frames, identity=identity)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from iwr_bench.agents.generation import PLACEHOLDER, Generator
+from iwr_bench.agents.generation import PLACEHOLDER, Generator, write_result
 from iwr_bench.dataset.layout import load_tasks
 from iwr_bench.registry import create, names
 
@@ -23,14 +23,21 @@ def test_baselines_are_registered() -> None:
 
 
 @pytest.mark.anyio
-async def test_oracle_returns_the_reference_page(tasks_root: Path) -> None:
+async def test_oracle_returns_the_reference_page(tasks_root: Path, tmp_path: Path) -> None:
     ref = tasks_root / "data" / "1" / "reference"
     ref.mkdir()
     (ref / "index.html").write_text(f"<html><img src='{PLACEHOLDER}/001.png'></html>", encoding="utf-8")
     tasks = load_tasks(tasks_root)
     oracle, _ = create("generator", "oracle")
     with_ref = await oracle(tasks.by_id(1))
-    assert with_ref.status == "ok" and with_ref.html == "<html><img src='assets/001.png'></html>"
+    assert with_ref.status == "ok" and with_ref.html == f"<html><img src='{PLACEHOLDER}/001.png'></html>"
+    # Written into a results tree, the page refers to the task's assets relative to its folder.
+    folder = write_result(tmp_path / "results", with_ref)
+    assert (folder / "index.html").read_text() == "<html><img src='../../../ds/data/1/assets/001.png'></html>"
+    assert (folder / "../../../ds/data/1/assets/001.png").is_file()
+    # An explicit asset base replaces the placeholder at once.
+    fixed, _ = create("generator", "oracle", asset_base="assets")
+    assert (await fixed(tasks.by_id(1))).html == "<html><img src='assets/001.png'></html>"
     without = await oracle(tasks.by_id(2))
     assert without.status == "failed" and without.error is not None
     assert without.error.kind == "no_reference" and without.html == ""

@@ -63,8 +63,13 @@ def test_bad_run_files_are_user_errors(tmp_path: Path, text: str, needle: str) -
 
 def test_slugs() -> None:
     assert slugify("openai:gpt-4o") == "openai_gpt-4o"
-    assert slugify("vllm:Qwen/Qwen2.5-VL-7B") == "vllm_Qwen_Qwen2.5-VL-7B"
-    assert ModelConfig(name="openrouter:google/gemini-2.5-pro").slug == "openrouter_google_gemini-2.5-pro"
+    assert slugify("vllm:Qwen/Qwen2.5-VL-7B") == "vllm_qwen__qwen2.5-vl-7b"
+    assert ModelConfig(name="openrouter:google/gemini-2.5-pro").slug == "openrouter_google__gemini-2.5-pro"
+    # Without a provider prefix the folder is exactly the official generator's.
+    assert slugify("Qwen/Qwen2.5-VL-7B") == "qwen__qwen2.5-vl-7b"
+    assert slugify("claude-sonnet-4-20250514") == "claude-sonnet-4-20250514"
+    assert slugify("a b:c") == "a_b_c"  # one "_" per character, not per run
+    assert slugify("..") == "model" and slugify("") == "model"
 
 
 def test_missing_api_key_is_a_user_error_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ import anyio.to_thread
 from PIL import Image
 
 from iwr_bench.agents.generation.errors import FailureKind
-from iwr_bench.agents.generation.postprocess import DEFAULT_ASSET_BASE, resolve_assets
+from iwr_bench.agents.generation.postprocess import resolve_assets
 from iwr_bench.agents.generation.records import ErrorInfo, GenerationResult, ImageCounts
 from iwr_bench.dataset.frames import SamplingIdentity, VideoError, sample_frames
 from iwr_bench.dataset.layout import Task
@@ -36,11 +36,12 @@ class OracleGenerator:
 
     name = "oracle"
 
-    def __init__(self, asset_base: str = DEFAULT_ASSET_BASE) -> None:
+    def __init__(self, asset_base: str | None = None) -> None:
         self.asset_base = asset_base
 
     async def __call__(self, task: Task) -> GenerationResult:
-        """The reference page, with the asset placeholder resolved if it uses one."""
+        """The reference page; an asset placeholder in it is resolved as in a generated page
+        (when written, relative to the task's assets; or to ``asset_base`` when one is given)."""
         start = time.monotonic()
         page = task.reference_page
         if page is None:
@@ -50,8 +51,10 @@ class OracleGenerator:
             text = await anyio.to_thread.run_sync(lambda: page.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             return _failure(task, self.name, start, FailureKind.no_reference, type(exc).__name__, str(exc))
-        html = resolve_assets(text, self.asset_base)
-        return _result(task, self.name, start, html=html, asset_base=self.asset_base)
+        html = text if self.asset_base is None else resolve_assets(text, self.asset_base)
+        return _result(
+            task, self.name, start, html=html, asset_base=self.asset_base, assets_dir=str(task.assets_dir)
+        )
 
 
 def screenshot_page(image: Image.Image, resolution: Resolution) -> str:
@@ -101,7 +104,7 @@ class BlankGenerator:
 
 
 @register("generator", "oracle")
-def oracle(asset_base: str = DEFAULT_ASSET_BASE) -> OracleGenerator:
+def oracle(asset_base: str | None = None) -> OracleGenerator:
     """The reference-page baseline."""
     return OracleGenerator(asset_base)
 

@@ -20,7 +20,8 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
 
 from iwr_bench.agents.generation.config import Price
-from iwr_bench.agents.generation.records import CallUsage
+from iwr_bench.agents.generation.records import CallUsage, SentRequest
+from iwr_bench.agents.generation.wire import capturing, summarize
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class ModelAnswer(BaseModel):
     """Seconds spent on the call (all attempts)."""
     cache_hit: bool = False
     """Read from the cache rather than requested."""
+    sent: SentRequest | None = None
+    """What the request that produced this answer really carried (kept in the cache too)."""
 
 
 class Caller(Protocol):
@@ -87,12 +90,15 @@ class AgentCaller:
         start = time.monotonic()
         response: ModelResponse | None = None
         settings: ModelSettings = ModelSettings(**call.settings)  # pyright: ignore[reportArgumentType]
-        async with self.agent.iter(call.content, model_settings=settings) as run:
-            async for node in run:
-                if Agent.is_call_tools_node(node):
-                    response = node.model_response
-                    break
-            usage = run.usage
+        with capturing() as wire:
+            before = len(wire)
+            async with self.agent.iter(call.content, model_settings=settings) as run:
+                async for node in run:
+                    if Agent.is_call_tools_node(node):
+                        response = node.model_response
+                        break
+                usage = run.usage
+            sent = summarize(wire[-1], call.settings) if len(wire) > before else None
         if response is None:  # pragma: no cover - the graph always reaches a response first
             raise RuntimeError("the agent run ended without a model response")
         text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
@@ -103,6 +109,7 @@ class AgentCaller:
             provider_model=response.model_name,
             attempts=1,
             latency_s=time.monotonic() - start,
+            sent=sent,
         )
 
     def _usage(self, usage: RunUsage) -> CallUsage:

@@ -174,10 +174,16 @@ def load_run_file(path: str | Path) -> RunFile:
     return run
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^a-z0-9._-]")
 
 
 def slugify(name: str) -> str:
-    """A filesystem-safe folder name: ``openai:gpt-4o`` -> ``openai_gpt-4o``."""
-    slug = _UNSAFE.sub("_", name).strip("._")
-    return slug or "model"
+    """The results-folder name of a model, spelled as the official generator spells it.
+
+    ``name.lower().replace('/', '__')`` (the official rule), then any character outside
+    ``[a-z0-9._-]`` becomes ``_``: ``Qwen/Qwen2.5-VL-7B`` -> ``qwen__qwen2.5-vl-7b`` (exactly the
+    official folder), ``openai:gpt-4o`` -> ``openai_gpt-4o``. A name made only of dots (which would
+    name a parent folder) becomes ``model``.
+    """
+    slug = _UNSAFE.sub("_", name.lower().replace("/", "__"))
+    return slug if slug.strip(".") else "model"

@@ -10,6 +10,7 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.providers import Provider, infer_provider_class
 
 from iwr_bench.agents.generation.config import ModelConfig
+from iwr_bench.agents.generation.wire import record_requests
 from iwr_bench.errors import UserError
 
 # Older or friendlier provider prefixes, mapped to the names pydantic-ai 2.x knows.
@@ -74,6 +75,7 @@ def build_model(config: ModelConfig) -> Model:
         from pydantic_ai.providers.openai import OpenAIProvider
 
         provider = OpenAIProvider(base_url=config.base_url, api_key=key or "not-needed")
+        record_requests(provider)
         return OpenAIChatModel(config.server_model_id, provider=provider)
     name = model_name(config)
     if ":" not in name:
@@ -85,7 +87,9 @@ def build_model(config: ModelConfig) -> Model:
 
     def factory(pname: str) -> Provider[Any]:
         cls: Any = infer_provider_class(pname)
-        return cls(api_key=key) if key is not None else cls()
+        provider: Provider[Any] = cls(api_key=key) if key is not None else cls()
+        record_requests(provider)
+        return provider
 
     try:
         return infer_model(name, provider_factory=factory)

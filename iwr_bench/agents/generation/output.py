@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from iwr_bench.agents.generation.config import slugify
+from iwr_bench.agents.generation.postprocess import resolve_assets
 from iwr_bench.agents.generation.records import GenerationResult
 from iwr_bench.agents.generation.wrappers import write_atomic
 
@@ -18,11 +20,32 @@ def result_dir(out: Path, task_id: int, model: str) -> Path:
     return out / str(task_id) / slugify(model)
 
 
+def relative_assets(folder: Path, assets_dir: Path) -> str:
+    """The path from a page's folder to the task's assets folder, as the official generator writes it
+    (``os.path.relpath``), with ``/`` separators."""
+    return Path(os.path.relpath(assets_dir.absolute(), folder.absolute())).as_posix()
+
+
+def resolve_page_assets(folder: Path, result: GenerationResult) -> None:
+    """Replace the asset placeholder of a page still holding it by the relative path from ``folder``
+    to the task's assets; records that path as ``result.asset_base`` (changes ``result`` in place)."""
+    if result.asset_base is not None or result.assets_dir is None:
+        return
+    base = relative_assets(folder, Path(result.assets_dir))
+    result.html = resolve_assets(result.html, base)
+    result.asset_base = base
+
+
 def write_result(out: Path, result: GenerationResult) -> Path:
     """Write ``index.html`` (always; empty for a failure), ``raw.txt`` (when the model answered)
-    and ``generation.json``; returns the folder."""
+    and ``generation.json``; returns the folder.
+
+    A page whose asset placeholder is still unresolved gets the relative path from its folder to the
+    task's ``assets/`` (see :func:`resolve_page_assets`).
+    """
     folder = result_dir(out, result.task_id, result.model)
     folder.mkdir(parents=True, exist_ok=True)
+    resolve_page_assets(folder, result)
     write_atomic(folder / PAGE, result.html.encode("utf-8"))
     raw = folder / RAW
     if result.raw is not None:

@@ -3,11 +3,12 @@
 Steps, in order: take the first ```html block (else the whole text), remove every ``<iframe>``,
 strip stray fence lines, and replace the asset placeholder prefix.
 
-Asset location: by default the placeholder becomes the relative prefix ``assets/``, so the page
-expects the task's asset files at ``<page folder>/assets/<filename>``; the judge's page server
-mounts the task's ``assets/`` folder there (it does not copy files into the results tree). Pass
-another ``asset_base`` (e.g. an absolute ``file://`` URI, or :data:`PLACEHOLDER` to keep it) where
-pages are opened some other way.
+Asset location: generators keep the placeholder (``asset_base=None``) and
+:func:`~iwr_bench.agents.generation.output.write_result` replaces it with the path from the page's
+folder to the task's ``assets/`` folder, as the official generator does, so the page shows its
+images when opened as ``file://`` from the results tree; the judge's page server answers any
+request path ending in ``assets/<file>`` from the task's assets. An explicit ``asset_base`` (e.g.
+``assets``, an absolute ``file://`` URI, or :data:`PLACEHOLDER` to keep it) replaces it here instead.
 """
 
 from __future__ import annotations
@@ -67,10 +68,14 @@ def resolve_assets(html: str, asset_base: str = DEFAULT_ASSET_BASE) -> str:
     return _PLACEHOLDER_REF.sub(lambda _m: prefix, html)
 
 
-def postprocess(answer: str, asset_base: str = DEFAULT_ASSET_BASE) -> str:
-    """The page to judge for a raw model answer; an empty answer gives an empty page."""
+def postprocess(answer: str, asset_base: str | None = DEFAULT_ASSET_BASE) -> str:
+    """The page to judge for a raw model answer; an empty answer gives an empty page.
+
+    ``asset_base=None`` leaves the placeholder for the writer to resolve.
+    """
     html = extract_html(answer)
     html = remove_iframes(html)
     html = strip_fences(html)
-    html = resolve_assets(html, asset_base)
+    if asset_base is not None:
+        html = resolve_assets(html, asset_base)
     return html.strip() + "\n" if html.strip() else ""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import string
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -13,6 +15,7 @@ from pydantic_ai import BinaryContent, UserContent
 
 from iwr_bench.agents.generation.postprocess import PLACEHOLDER
 from iwr_bench.dataset.models import Resolution
+from iwr_bench.errors import UserError
 
 INSTRUCTIONS = """\
 You are an expert front-end engineer. The images below show a web page being used: first the \
@@ -56,6 +59,53 @@ def render_instructions(
     return INSTRUCTIONS.format(
         frame_note=note, width=resolution.width, height=resolution.height, placeholder=PLACEHOLDER
     )
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """Instructions read from a file (``--prompt-file``), e.g. the official prompt template."""
+
+    path: str
+    """Where the text came from."""
+    text: str
+    """The template; ``{resolution}`` becomes ``WxH``."""
+    sha256: str
+    """Digest of the file's bytes."""
+
+    def render(self, resolution: Resolution) -> str:
+        """The instructions for one task.
+
+        A template whose only replacement field is ``{resolution}`` is filled with ``str.format``,
+        as the official script fills its template (so ``{{`` and ``}}`` become braces); any other
+        text has just the literal ``{resolution}`` replaced, so CSS or JSON braces survive.
+        """
+        value = f"{resolution.width}x{resolution.height}"
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(self.text) if name is not None}
+        except ValueError:
+            fields = {"?"}
+        if fields <= {"resolution"}:
+            return self.text.format(resolution=value)
+        return self.text.replace("{resolution}", value)
+
+
+def load_prompt_file(path: str | Path) -> PromptFile:
+    """Read an instruction file (UTF-8).
+
+    Raises:
+        UserError: when it cannot be read, is not UTF-8 or is empty.
+    """
+    where = Path(path).expanduser()
+    try:
+        data = where.read_bytes()
+        text = data.decode("utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read prompt file {where}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"prompt file {where} is not UTF-8 text: {exc.reason}") from exc
+    if not text.strip():
+        raise UserError(f"prompt file {where} is empty")
+    return PromptFile(path=str(where), text=text, sha256=hashlib.sha256(data).hexdigest())
 
 
 def downscale(image: Image.Image, max_side: int | None) -> Image.Image:

@@ -9,8 +9,9 @@ from pydantic import BaseModel, Field
 
 from iwr_bench.agents.generation.errors import FailureKind
 from iwr_bench.dataset.frames import SamplingIdentity
+from iwr_bench.protocol import EvalProtocol
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Status = Literal["ok", "empty", "truncated", "failed"]
 
@@ -41,11 +42,34 @@ class ErrorInfo(BaseModel):
     """Its message."""
 
 
+class SentRequest(BaseModel):
+    """What the last model request really carried, read off the HTTP request body."""
+
+    model: str | None = None
+    """Model id in the body."""
+    temperature: float | None = None
+    """Temperature sent; None when the request carried none."""
+    max_tokens: int | None = None
+    """Completion limit sent; None when the request carried none."""
+    max_tokens_field: str | None = None
+    """The body field that carried it (``max_tokens``, ``max_completion_tokens``, ...)."""
+    timeout_s: float | None = None
+    """Read timeout of the request in seconds."""
+    dropped: list[str] = Field(default_factory=list[str])
+    """Settings asked for that the model class did not send (e.g. ``temperature`` for reasoning models)."""
+    changed: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Settings sent with another value than asked for: name -> value sent."""
+    fields: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Every top-level body field that is not a list (messages and tools left out)."""
+
+
 class ImageCounts(BaseModel):
     """What the model was shown."""
 
     sheets: int = 0
     """Contact sheets sent."""
+    sheet_names: list[str] = Field(default_factory=list[str])
+    """File names of the sheets sent, in the order sent."""
     sheets_available: int = 0
     """Contact sheets the task has."""
     frames: int = 0
@@ -76,8 +100,14 @@ class GenerationResult(BaseModel):
     """The post-processed page (written as ``index.html``, not into the JSON record)."""
     raw: str | None = Field(default=None, exclude=True)
     """The model's raw answer (written as ``raw.txt``)."""
+    protocol: EvalProtocol = EvalProtocol.default
+    """Generation protocol: ``default`` or ``official`` (the official generator's rules)."""
+    preset: str | None = None
+    """Official per-model preset that applied (``claude``, ``qwen``, ..., ``default``); official only."""
     settings: dict[str, Any] = Field(default_factory=dict[str, Any])
-    """Model settings sent (temperature, max tokens, thinking, timeout)."""
+    """Model settings asked for (temperature, max tokens, thinking, timeout); see ``sent``."""
+    sent: SentRequest | None = None
+    """What the request really carried (None where the model class sends no HTTP request we can read)."""
     usage: CallUsage = Field(default_factory=CallUsage)
     """Tokens and cost of the answer (as first paid, also on a cache hit)."""
     latency_s: float = 0.0
@@ -94,8 +124,14 @@ class GenerationResult(BaseModel):
     """What the model was shown."""
     instructions_sha256: str | None = None
     """Digest of the instruction text sent."""
+    prompt_file: str | None = None
+    """Instruction file the text came from (None: this project's instructions)."""
+    prompt_file_sha256: str | None = None
+    """Digest of that file's bytes."""
     asset_base: str | None = None
-    """What the asset placeholder prefix was replaced with."""
+    """What the asset placeholder prefix was replaced with (set when the page is written)."""
+    assets_dir: str | None = None
+    """The task's assets folder; the page refers to it by a path relative to the page's folder."""
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the generation started (UTC)."""
 
