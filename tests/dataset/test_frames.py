@@ -1,12 +1,22 @@
 from __future__ import annotations
 
+import io
 import itertools
 from pathlib import Path
 
 import pytest
+from coded_video import coded_video, frame_number_of
 from PIL import Image
 
-from iwr_bench.dataset.frames import VideoError, plan_images, probe_video, sample_frames, sample_times
+from iwr_bench.dataset.frames import (
+    VideoError,
+    official_frame_indices,
+    plan_images,
+    probe_video,
+    sample_frames,
+    sample_frames_official,
+    sample_times,
+)
 from iwr_bench.dataset.media import write_video
 
 
@@ -91,3 +101,79 @@ def test_bad_videos_raise_video_error(tmp_path: Path) -> None:
     junk.write_bytes(b"\x00" * 4096)
     with pytest.raises(VideoError, match="cannot be decoded"):
         probe_video(junk)
+
+
+# -- the official generator's sampling -------------------------------------------------------------
+
+
+def test_official_indices_follow_the_official_rule() -> None:
+    # At most the cap of seconds: int(D) frames, one a second, the fraction of a second dropped.
+    assert official_frame_indices(55, 10.0, 64) == [0, 10, 20, 30, 40]
+    assert official_frame_indices(640, 10.0, 64) == [i * 10 for i in range(64)]  # D == cap: 1 FPS still
+    assert official_frame_indices(300, 29.97, 64) == [int(i * 29.97) for i in range(10)]
+    # Past the cap: cap frames at int(i * total / cap); the last frame is never taken.
+    long = official_frame_indices(400, 4.0, 64)
+    assert long == [int(i * 400 / 64) for i in range(64)]
+    assert long[:5] == [0, 6, 12, 18, 25] and long[-1] == 393
+    assert official_frame_indices(641, 10.0, 64)[-1] == int(63 * 641 / 64)
+    # No frames for a cap of 0 or an unreadable count/rate.
+    assert official_frame_indices(400, 4.0, 0) == []
+    assert official_frame_indices(0, 4.0, 64) == official_frame_indices(400, 0.0, 64) == []
+    # This differs from the default rule (ceil(D) frames, spread to the very end).
+    assert len(sample_times(5.5)) == 6
+
+
+@pytest.fixture(scope="module")
+def coded_short(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return coded_video(tmp_path_factory.mktemp("v") / "short.mp4", frames=55, fps=10)
+
+
+@pytest.fixture(scope="module")
+def coded_long(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return coded_video(tmp_path_factory.mktemp("v") / "long.mp4", frames=400, fps=4, size=(32, 24))
+
+
+def _q95_tables() -> dict[int, list[int]]:
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 16), "gray").save(buf, format="JPEG", quality=95)
+    with Image.open(buf) as img:
+        return img.quantization  # pyright: ignore[reportAttributeAccessIssue]
+
+
+@pytest.mark.parametrize(("which", "cap", "expected"), [("short", 64, [0, 10, 20, 30, 40]), ("long", 64, None)])
+def test_official_sampler_reads_exactly_those_frames_as_jpeg_q95(
+    coded_short: Path, coded_long: Path, which: str, cap: int, expected: list[int] | None
+) -> None:
+    path = coded_short if which == "short" else coded_long
+    sample = sample_frames_official(path, cap)
+    want = expected or [int(i * 400 / 64) for i in range(64)]
+    assert [f.index for f in sample.frames] == want
+    # The pixels are those frames (each frame shows its number), not neighbours.
+    assert [frame_number_of(f.jpeg) for f in sample.frames] == want
+    fps = 10.0 if which == "short" else 4.0
+    assert [f.timestamp for f in sample.frames] == pytest.approx([i / fps for i in want])
+    identity = sample.identity
+    assert identity.method == "official" and identity.indices == want
+    assert identity.total_frames == (55 if which == "short" else 400)
+    assert identity.timestamps == [f.timestamp for f in sample.frames]
+    for frame in sample.frames:
+        with Image.open(io.BytesIO(frame.jpeg)) as img:
+            assert img.format == "JPEG"
+            assert img.quantization == _q95_tables()  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_official_sampling_has_its_own_cache_key(coded_short: Path) -> None:
+    official = sample_frames_official(coded_short, 64).identity
+    default = sample_frames(coded_short).identity
+    assert official.key() != default.key()
+    assert official.key() == sample_frames_official(coded_short, 64).identity.key()
+    assert sample_frames_official(coded_short, 3).identity.indices == [0, 18, 36]
+
+
+def test_official_sampler_rejects_a_missing_or_broken_video(tmp_path: Path) -> None:
+    with pytest.raises(VideoError, match="does not exist"):
+        sample_frames_official(tmp_path / "nope.mp4", 64)
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video at all")
+    with pytest.raises(VideoError, match="cannot be opened"):
+        sample_frames_official(junk, 64)

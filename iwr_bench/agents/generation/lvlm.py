@@ -212,14 +212,14 @@ class LVLMGenerator:
         sheets = await anyio.to_thread.run_sync(sheet_parts, sheets_paths, cfg.max_image_side)
         sampling: SamplingIdentity | None = None
         frames: list[BinaryContent] = []
-        if cap > 0 and task.video.is_file():
-            sample = await anyio.to_thread.run_sync(sample_frames_official, task.video, cap)
-            sampling = sample.identity
-            frames = await anyio.to_thread.run_sync(frame_parts, sample, cfg.max_image_side)
-        elif cap > 0:
-            log.warning(
-                "task %s: no video at %s; the official rule sends the sheets alone", task.id, task.video
-            )
+        if cap > 0:
+            try:
+                sample = await anyio.to_thread.run_sync(sample_frames_official, task.video, cap)
+            except VideoError as exc:  # the official script then sends the sheets alone
+                log.warning("task %s: %s; sending the sheets only, as the official script does", task.id, exc)
+            else:
+                sampling = sample.identity
+                frames = await anyio.to_thread.run_sync(frame_parts, sample, cfg.max_image_side)
         mode: VideoMode = "frames" if frames else "none"
         video_key = sampling.key() if sampling else "none"
         instructions = self._instructions(task.resolution, len(frames), mode)
