@@ -23,9 +23,11 @@ from iwr_bench.agents.generation import (
     totals,
     write_result,
 )
+from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.errors import UserError
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
 
 DEFAULT_CACHE = Path(os.environ.get("IWR_BENCH_CACHE", "~/.cache/iwr-bench/responses")).expanduser()
@@ -53,8 +55,18 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="generations at once (default 4)")
     p.add_argument(
         "--asset-base",
-        default="assets",
-        help="what the asset placeholder becomes (default 'assets': the judge serves task assets there)",
+        default=None,
+        help="what the asset placeholder becomes (default: the path from each page's folder to the "
+        "task's assets/ folder, as the official generator writes it)",
+    )
+    p.add_argument(
+        "--protocol",
+        choices=[p.value for p in EvalProtocol],
+        default=EvalProtocol.default.value,
+        help="default: this project's request; official: the official generator's presets, sheets and frames",
+    )
+    p.add_argument(
+        "--prompt-file", type=Path, default=None, metavar="PATH", help="instructions from this file"
     )
     p.set_defaults(func=cmd_generate)
 
@@ -67,6 +79,8 @@ def build_generators(args: argparse.Namespace, budget: Budget) -> list[Generator
     """
     run = load_run_file(args.config) if args.config else RunFile()
     cache = None if args.no_cache else ResponseCache(args.cache_dir)
+    prompt = load_prompt_file(args.prompt_file) if args.prompt_file else None
+    protocol = EvalProtocol(args.protocol)
     generators: list[Generator] = []
     for name in dict.fromkeys(args.model):
         config = run.find(name)
@@ -76,7 +90,16 @@ def build_generators(args: argparse.Namespace, budget: Budget) -> list[Generator
             generators.append(generator)
             continue
         config = config or ModelConfig(name=name)
-        generators.append(build_generator(config, cache=cache, budget=budget, asset_base=args.asset_base))
+        generators.append(
+            build_generator(
+                config,
+                cache=cache,
+                budget=budget,
+                asset_base=args.asset_base,
+                protocol=protocol,
+                prompt=prompt,
+            )
+        )
     return generators
 
 

@@ -11,6 +11,7 @@ equal those of a run that was never stopped.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -47,6 +48,8 @@ from iwr_bench.agents.generation import (
     read_record,
 )
 from iwr_bench.agents.generation.calls import Caller
+from iwr_bench.agents.generation.official import describe, for_protocol
+from iwr_bench.agents.generation.prompt import PromptFile, load_prompt_file
 from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
@@ -269,18 +272,43 @@ class Engine:
         if self.store is not None:
             self.store.put_call(key, role, response)
 
+    @functools.cached_property
+    def _prompt(self) -> PromptFile | None:
+        return load_prompt_file(self.config.prompt_file) if self.config.prompt_file else None
+
     def _build_generator(self, m: ModelConfig) -> Generator:
         if is_baseline(m) and m.slug not in self._model_overrides:
             generator, _ = create("generator", m.name)
             return generator
         assert self.limits is not None
+        protocol = self.config.protocol
+        m, preset = for_protocol(m, protocol)
         model = self._model_overrides.get(m.slug) or build_model(m)
         limit = self.limits.provider(provider_of(m))
         policy = RetryPolicy(retries=m.retries, attempt_timeout=m.timeout * 1.5 + 5)
         caller: Caller = RetryingCaller(LimitedCaller(AgentCaller(model, price=m.price), limit), policy)
         caller = BudgetedCaller(caller, self.budget)
         caller = CachingCaller(caller, ResponseCache(self.run_dir / "cache" / "responses"))
-        return LVLMGenerator(m, caller, model=model, asset_base="assets")
+        return LVLMGenerator(m, caller, model=model, protocol=protocol, preset=preset, prompt=self._prompt)
+
+    def _generation_manifest(self) -> dict[str, Any]:
+        """Protocol, prompt file, and per model the preset and settings in effect."""
+        protocol, prompt = self.config.protocol, self._prompt
+        models = [m for m in self.config.models if not is_baseline(m) or m.slug in self._model_overrides]
+        return {
+            "protocol": protocol.value,
+            "prompt_file": prompt.path if prompt else None,
+            "prompt_file_sha256": prompt.sha256 if prompt else None,
+            "models": {m.slug: describe(m, *for_protocol(m, protocol)) for m in models},
+        }
+
+    def _note_sent(self, slug: str, result: GenerationResult) -> None:
+        """Record in the manifest what the model's requests really carried (first answer per model)."""
+        assert self.store is not None
+        sent: dict[str, Any] = dict(self.store.manifest().get("sent_settings") or {})
+        if result.sent is not None and slug not in sent:
+            sent[slug] = result.sent.model_dump(mode="json", exclude={"fields"})
+            self.store.set_manifest({"sent_settings": sent})
 
     def _metrics(self) -> VisualMetrics:
         assert self.limits is not None
@@ -324,6 +352,7 @@ class Engine:
                 "isolation": pool.isolation,
             },
             "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
+            "generation": self._generation_manifest(),
             "metric_backends": [metrics.ocr.backend.model_dump(), metrics.dino.backend.model_dump()],
             "judges": self.judges.describe(),
             "policies": {
@@ -631,6 +660,7 @@ class Engine:
             seconds=seconds,
             cost_usd=result.paid_usd,
         )
+        self._note_sent(slug, result)
         self.bus.publish(
             GenerationFinished(
                 job=jid,

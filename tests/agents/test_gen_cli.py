@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from anyio.from_thread import start_blocking_portal
-from fake_openai import FakeOpenAI, serve
+from fake_openai import FakeOpenAI, Reply, serve
+from PIL import Image
 
 from iwr_bench.agents.generation import read_record
 from iwr_bench.cli import main
@@ -87,3 +91,73 @@ def test_generate_user_errors(tasks_root: Path, tmp_path: Path, monkeypatch: pyt
     assert main([*base, "--model", "nosuch:thing"]) == 2
     assert main([*base, "--model", "blank", "--concurrency", "0"]) == 2
     assert not (tmp_path / "o").exists()
+
+
+PAGE_WITH_ASSET = (
+    '```html\n<html><body><img src="__PLACEHOLDER_ASSETS_BASE_DIR__/001.png" width="10" height="10" '
+    "onload=\"document.body.setAttribute('data-w', this.naturalWidth)\" "
+    "onerror=\"document.body.setAttribute('data-w', 'error')\"></body></html>\n```"
+)
+
+
+def _image_width_as_file_url(page: Path, profile: Path) -> str:
+    """Open ``page`` as file:// in headless Chromium; what its image's onload/onerror wrote."""
+    done = subprocess.run(
+        [
+            "/usr/bin/chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            page.absolute().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = re.search(r'data-w="([^"]*)"', done.stdout)
+    assert found is not None, done.stdout
+    return found.group(1)
+
+
+@pytest.mark.browser
+def test_generate_official_protocol_prompt_file_and_pages_that_render_from_file_urls(
+    threaded_fake: FakeOpenAI, tasks_root: Path, tmp_path: Path
+) -> None:
+    threaded_fake.replies = [Reply(text=PAGE_WITH_ASSET)]
+    run = tmp_path / "run.toml"
+    run.write_text(f'[[models]]\nname = "Qwen/Qwen2.5-VL-7B"\nbase_url = "{threaded_fake.url}"\n')
+    prompt = tmp_path / "official_prompt.txt"
+    prompt.write_text("Make the page. The webpage resolution in the video is {resolution}.\n")
+    out = tmp_path / "results"
+    argv = ["generate", "--tasks", str(tasks_root), "--out", str(out), "--no-cache", "--config", str(run)]
+    argv += ["--model", "Qwen/Qwen2.5-VL-7B", "--protocol", "official", "--prompt-file", str(prompt)]
+    assert main(argv) == 0
+    assert len(threaded_fake.requests) == 2
+    body = threaded_fake.requests[0]
+    assert body["max_completion_tokens"] == 4096 and body["temperature"] == 0  # the qwen preset
+    assert body["messages"][-1]["content"][0]["text"].endswith("resolution in the video is 640x360.\n")
+    # The official folder name, and the asset placeholder relative to the task's assets folder.
+    folder = out / "1" / "qwen__qwen2.5-vl-7b"
+    record = read_record(folder)
+    assert record.protocol == "official" and record.preset == "qwen"
+    assert record.prompt_file_sha256 == hashlib.sha256(prompt.read_bytes()).hexdigest()
+    assert record.asset_base == "../../../ds/data/1/assets"
+    page = folder / "index.html"
+    assert 'src="../../../ds/data/1/assets/001.png"' in page.read_text()
+    with Image.open(tasks_root / "data" / "1" / "assets" / "001.png") as asset:
+        width = asset.width
+    assert _image_width_as_file_url(page, tmp_path / "profile") == str(width)
+    # The old fixed "assets" prefix does not render from the results tree: the check can fail.
+    assert main([*argv, "--asset-base", "assets"]) == 0
+    assert _image_width_as_file_url(page, tmp_path / "profile") == "error"
+
+
+def test_generate_with_a_missing_prompt_file_is_a_user_error(
+    tasks_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["generate", "--tasks", str(tasks_root), "--out", str(tmp_path / "o"), "--model", "blank"]
+    assert main([*argv, "--prompt-file", str(tmp_path / "none.txt")]) == 2
+    assert "cannot read prompt file" in capsys.readouterr().err

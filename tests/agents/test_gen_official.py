@@ -190,7 +190,9 @@ async def test_reasoning_model_drops_temperature_and_the_record_says_so(
 
 
 @pytest.mark.anyio
-async def test_prompt_file_replaces_the_instructions(fake: FakeOpenAI, tasks_root: Path, tmp_path: Path) -> None:
+async def test_prompt_file_replaces_the_instructions(
+    fake: FakeOpenAI, tasks_root: Path, tmp_path: Path
+) -> None:
     task = load_tasks(tasks_root).by_id(1)
     path = tmp_path / "prompt.txt"
     path.write_text("Rebuild it. The resolution is {resolution}. Keep {{braces}}.\n", encoding="utf-8")

@@ -140,7 +140,9 @@ def _q95_tables() -> dict[int, list[int]]:
         return img.quantization  # pyright: ignore[reportAttributeAccessIssue]
 
 
-@pytest.mark.parametrize(("which", "cap", "expected"), [("short", 64, [0, 10, 20, 30, 40]), ("long", 64, None)])
+@pytest.mark.parametrize(
+    ("which", "cap", "expected"), [("short", 64, [0, 10, 20, 30, 40]), ("long", 64, None)]
+)
 def test_official_sampler_reads_exactly_those_frames_as_jpeg_q95(
     coded_short: Path, coded_long: Path, which: str, cap: int, expected: list[int] | None
 ) -> None:
