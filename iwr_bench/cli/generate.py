@@ -25,7 +25,7 @@ from iwr_bench.agents.generation import (
 )
 from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.cli._common import Subparsers
-from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
@@ -67,6 +67,11 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument(
         "--prompt-file", type=Path, default=None, metavar="PATH", help="instructions from this file"
+    )
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="go on without task records that cannot be read (they are counted); default: stop",
     )
     p.set_defaults(func=cmd_generate)
 
@@ -131,12 +136,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.budget is not None and args.budget < 0:
         raise UserError("--budget must not be negative")
     task_set = load_tasks(args.tasks)
+    skipped = unreadable(task_set, skip_invalid=args.skip_invalid)
     if not task_set.tasks:
         raise UserError(f"{args.tasks} holds no readable task (run `iwr tasks validate {args.tasks}`)")
     budget = Budget(args.budget)
     generators = build_generators(args, budget)
     results = anyio.run(run_all, task_set.tasks, generators, args.out, args.concurrency)
     print_summary(results, budget, args.out)
+    if skipped:
+        print(f"{len(skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
     return 0
 
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.cli._common import Subparsers
-from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.config import JudgeSettings
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.limits import Limits
@@ -48,6 +48,11 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--pages-at-once", type=int, default=2, help="concurrent browser pages (default 2)")
     p.add_argument("--judge-error-policy", choices=["pass", "fail"], default="fail")
     p.add_argument("--undetermined-policy", choices=["pass", "fail"], default="pass")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="go on without task records that cannot be read (they are counted); default: stop",
+    )
     p.set_defaults(func=cmd_judge)
 
 
@@ -91,6 +96,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         settings, limits, answers.get, lambda key, role, data: answers.__setitem__(key, data)
     )
     task_set = load_tasks(args.tasks)
+    skipped = unreadable(task_set, skip_invalid=args.skip_invalid)
     if not args.pages.is_dir():
         raise UserError(f"{args.pages} is not a folder")
     models = _models(args.pages, task_set.tasks)
@@ -98,6 +104,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise UserError(f"no pages under {args.pages} (expected <id>/<model>/index.html)")
     results = anyio.run(_judge_all, args, task_set.tasks, models, judges)
     _print_summary(results, models)
+    if skipped:
+        print(f"{len(skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
     return 0
 
 

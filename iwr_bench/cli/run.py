@@ -60,6 +60,11 @@ def register(sub: Subparsers) -> None:
         help="evaluation protocol: this project's (default) or the official scripts' rules",
     )
     p.add_argument("--prompt-file", metavar="PATH", help="generation instructions from this file")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="go on without task records that cannot be read (they are counted); default: stop",
+    )
     p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
@@ -136,6 +141,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         data["protocol"] = args.protocol
     if args.prompt_file:
         data["prompt_file"] = args.prompt_file
+    if args.skip_invalid:
+        data["skip_invalid"] = True
     if args.budget is not None:
         if args.budget < 0:
             raise UserError("--budget must not be negative")
@@ -247,6 +254,12 @@ def print_summary(summary: dict[str, Any]) -> None:
         )
     console = Console() if sys.stdout.isatty() else Console(width=140)
     console.print(table)
+    skipped = int(summary.get("skipped_records") or 0)
+    if skipped:
+        console.print(
+            f"{skipped} task record(s) could not be read and were skipped (--skip-invalid); "
+            "the means are over the tasks that were read"
+        )
     if lvs_only:
         console.print(
             "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."

@@ -9,8 +9,9 @@ from urllib.parse import urlsplit
 
 from iwr_bench.errors import UserError
 
-DEFAULT_REPO = os.environ.get("IWR_DATASET_REPO", "L-O-I/IWR-Bench")
-"""Hub dataset id; override with ``--repo`` or ``IWR_DATASET_REPO`` if the authors move it."""
+DEFAULT_REPO = os.environ.get("IWR_DATASET_REPO", "IWR-Bench/IWR-Bench")
+"""The hub dataset the authors publish (about 2.7 GB: ``data.jsonl``, ``data/`` and a loader
+script); override with ``--repo`` or ``IWR_DATASET_REPO`` if they move it."""
 
 
 def hub_endpoint() -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from iwr_bench.dataset.models import Resolution, TaskRecord
+from iwr_bench.dataset.models import DEFAULT_RESOLUTION, Resolution, TaskRecord
 from iwr_bench.dataset.problems import Problem
 from iwr_bench.errors import UserError
 
@@ -37,6 +37,8 @@ SHEETS_MANIFEST = "sheets.json"
 SHEET_PREFIX = "stitched_image"
 """Contact sheets are the files of ``stitched_assets/`` whose names start with this (official rule)."""
 TASK_RECORD = "task.json"
+METADATA = "metadata.json"
+"""A task folder's optional metadata file; the official generator reads the resolution from it."""
 
 _STEP = re.compile(r"^step_(\d+)\.png$")
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico", ".avif"})
@@ -69,10 +71,25 @@ class Task:
         """Task id."""
         return self.record.id
 
-    @property
+    @cached_property
     def resolution(self) -> Resolution:
-        """Viewport size to judge at."""
-        return self.record.resolution
+        """Viewport size to judge at: the record's, else ``metadata.json``'s, else 1920x1080.
+
+        The official generator reads ``<task>/metadata.json`` (``recording_details.resolution``)
+        when a record has none; so does this.
+        """
+        return Resolution.parse(self.resolution_source[0])
+
+    @cached_property
+    def resolution_source(self) -> tuple[str, str]:
+        """The resolution text and where it came from (``record``, ``metadata.json`` or ``default``)."""
+        given = self.record.recording_details.resolution
+        if given:
+            return given, "record"
+        from_meta = _metadata_resolution(self.folder / METADATA)
+        if from_meta is not None:
+            return from_meta, METADATA
+        return DEFAULT_RESOLUTION, "default"
 
     @property
     def video(self) -> Path:
@@ -161,6 +178,23 @@ class Task:
         return self.checkpoints.get(0)
 
 
+def _metadata_resolution(path: Path) -> str | None:
+    """``recording_details.resolution`` of a ``metadata.json``, when it is there and well formed."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    details = data.get("recording_details") if isinstance(data, dict) else None
+    value = details.get("resolution") if isinstance(details, dict) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        Resolution.parse(value)
+    except ValueError:
+        return None
+    return value
+
+
 def _files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
@@ -193,6 +227,27 @@ class TaskSet:
             if task.id == task_id:
                 return task
         raise UserError(f"no task with id {task_id} in {self.source}")
+
+
+def unreadable(task_set: TaskSet, *, skip_invalid: bool) -> list[Problem]:
+    """The records of ``task_set`` that could not be read, refused unless ``skip_invalid``.
+
+    A line of ``data.jsonl`` that cannot be parsed stops a run, a generation or a judging with its
+    line number: silently dropping it would average over fewer tasks without a word.
+
+    Raises:
+        UserError: naming the first unreadable record, when ``skip_invalid`` is false.
+    """
+    bad = [p for p in task_set.problems if p.severity == "error"]
+    if bad and not skip_invalid:
+        first = bad[0]
+        where = f"line {first.line}" if first.line is not None else "its record"
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise UserError(
+            f"{task_set.source} {where}: {first.field}: {first.message}{more}; fix it, or pass "
+            "--skip-invalid to go on without the unreadable record(s)"
+        )
+    return bad
 
 
 def load_tasks(path: str | Path) -> TaskSet:

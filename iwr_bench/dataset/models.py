@@ -1,15 +1,16 @@
 """Typed records for an IWR-Bench task, as the official ``data.jsonl`` describes it.
 
-Required fields are strict (a task without an ``id`` or with an unknown action type is
-rejected); optional fields take the documented defaults. Fields this version does not know
-are kept (``extra="allow"``) so that nothing in a task file is silently lost; the validator
-lists them as warnings.
+Reading follows the rule "nothing the official scripts accept is rejected": only a record without
+an ``id``, or with values of the wrong kind, fails to parse. The published records' habits are
+read as they are (every action parameter a string, empty when unused; ``environment`` values such
+as ``tablet``; empty descriptions on Scroll and Press; a missing resolution), and every departure
+from the documented format is a warning from the validator, naming the task, the action and the
+field. Fields this version does not know are kept (``extra="allow"``) and listed as warnings.
 """
 
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -80,59 +81,89 @@ def _level_code(text: str, letter: str) -> str:
     return f"{letter}{m.group(1)}" if m else ""
 
 
-class Environment(StrEnum):
-    """Device class the recording was made on."""
+ENVIRONMENTS: tuple[str, ...] = ("desktop", "mobile")
+"""Device classes the benchmark defines; other values are kept as given (with a warning)."""
 
-    desktop = "desktop"
-    mobile = "mobile"
+DEFAULT_RESOLUTION = "1920x1080"
+"""Resolution of a task whose record and ``metadata.json`` give none (the official default)."""
 
 
 class RecordingDetails(Record):
     """How the screen recording was made."""
 
-    resolution: str = "1920x1080"
-    """Viewport size as ``"WxH"``; the generated page is judged at this size."""
-    environment: Environment = Environment.desktop
-    """``desktop`` or ``mobile``."""
+    resolution: str | None = None
+    """Viewport size as ``"WxH"``; the generated page is judged at this size. ``None`` when the
+    record gives none: the task folder's ``metadata.json`` is read then, as the official generator
+    does, and 1920x1080 after that (see :attr:`iwr_bench.dataset.layout.Task.resolution`)."""
+    environment: str = "desktop"
+    """``desktop`` or ``mobile``, lower-cased; any other value (``tablet``) is kept as given. The
+    official scripts never read it; only the report's device breakdown does."""
 
     @field_validator("environment", mode="before")
     @classmethod
     def _lower_environment(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
+        return value.strip().lower() or "desktop" if isinstance(value, str) else value
 
-    @field_validator("resolution")
+    @field_validator("resolution", mode="before")
     @classmethod
-    def _check_resolution(cls, value: str) -> str:
-        Resolution.parse(value)
+    def _check_resolution(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if isinstance(value, str):
+            Resolution.parse(value)
         return value
 
     @property
     def size(self) -> Resolution:
-        """The parsed resolution."""
-        return Resolution.parse(self.resolution)
+        """The parsed resolution (1920x1080 when the record gives none)."""
+        return Resolution.parse(self.resolution or DEFAULT_RESOLUTION)
+
+
+def _empty_is_none(value: Any) -> Any:
+    """The published records carry every parameter as a string, empty when unused: "" means not given."""
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 class ActionParameters(Record):
-    """What to act on and how."""
+    """What to act on and how.
 
-    description: str = Field(min_length=1)
-    """Natural-language description of the target element; the judge grounds from this text only."""
+    The published records declare every parameter as a string and leave the unused ones empty
+    (``"key": ""``); an empty or blank string is read as "not given" (``None``).
+    """
+
+    description: str = ""
+    """Natural-language description of the target element; the judge grounds from this text only.
+    Empty is tolerated (the official scripts never read it for Scroll and Press; a Click or Type with
+    none cannot be grounded and fails when replayed); the validator warns."""
     key: str | None = None
     """Key name for ``Press`` (e.g. ``Enter``); derived from the description when absent."""
     direction: str | None = None
     """``up`` or ``down`` for ``Scroll`` (default down)."""
-    scroll_page: float | bool | None = None
-    """Scroll distance in viewports for ``Scroll``, when given."""
+    scroll_page: str | float | bool | None = None
+    """Scroll distance as recorded, when given (kept as given; the judge scrolls half a viewport)."""
     text: str | None = None
     """Text to type for ``Type``; otherwise it is quoted inside the description."""
+    element_index: str | int | None = None
+    """Index of the recorded element in the official annotation tool (carried, never used to judge)."""
+
+    @field_validator("key", "direction", "scroll_page", "text", "element_index", mode="before")
+    @classmethod
+    def _not_given(cls, value: Any) -> Any:
+        return _empty_is_none(value)
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
 
 
 class Action(Record):
     """One recorded user action."""
 
-    type: ActionType
-    """``Click``, ``Type``, ``Scroll`` or ``Press``."""
-    parameters: ActionParameters
+    type: str
+    """``Click``, ``Type``, ``Scroll`` or ``Press`` (normalised from any case). Any other value is
+    kept as given, as the official scripts do: such an action fails when replayed."""
+    parameters: ActionParameters = Field(default_factory=ActionParameters)
     """Target description and type-specific parameters."""
     visual_evaluation_flag: bool = False
     """When set, the state after this action is compared with a checkpoint image."""
@@ -146,12 +177,18 @@ class Action(Record):
             for name in ACTION_TYPES:
                 if value.strip().lower() == name.lower():
                     return name
+            return value.strip()
         return value
 
     @field_validator("logical_assertion", mode="before")
     @classmethod
     def _none_is_empty(cls, value: Any) -> Any:
         return "" if value is None else value
+
+    @property
+    def known_type(self) -> bool:
+        """Whether the type is one of the four the benchmark defines."""
+        return self.type in ACTION_TYPES
 
     @property
     def has_assertion(self) -> bool:
@@ -170,18 +207,19 @@ class TaskRecord(Record):
     """Interaction/visual levels and domain."""
     recording_details: RecordingDetails = Field(default_factory=RecordingDetails)
     """Resolution and device class."""
-    action_sequence: list[Action]
-    """The recorded actions, in order."""
+    action_sequence: list[Action] = Field(default_factory=list[Action])
+    """The recorded actions, in order (a record without any is kept and scores IFS 0, as officially)."""
 
     @property
     def resolution(self) -> Resolution:
-        """Viewport size the task is judged at."""
+        """Viewport size the record gives (1920x1080 when it gives none; a task folder's
+        ``metadata.json`` can say more, see :attr:`iwr_bench.dataset.layout.Task.resolution`)."""
         return self.recording_details.size
 
     @property
     def is_mobile(self) -> bool:
         """True for tasks recorded on a mobile device."""
-        return self.recording_details.environment is Environment.mobile
+        return self.recording_details.environment == "mobile"
 
     @property
     def flagged_indices(self) -> list[int]:

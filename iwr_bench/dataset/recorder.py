@@ -204,7 +204,7 @@ async def record(
     site = site.resolve()
     if not (site / "index.html").is_file():
         raise UserError(f"{site} has no index.html")
-    viewport = Viewport.parse(script.task_record().recording_details.resolution)
+    viewport = Viewport.parse(str(script.task_record().resolution))
     if pool is None:
         async with PagePool(PoolConfig(size=1, settle=config.settle)) as own:
             rec = await _perform(own, site, script, viewport, config)
@@ -266,6 +266,8 @@ async def _act(tools: PageTools, reel: _Reel, action: ScriptAction, step: int, c
             case "Scroll":
                 await reel.hold(config.lead_in)
                 await _scroll(tools, action, where)
+            case _:
+                raise RecordError(f"{where}: the recorder performs Click, Type, Press and Scroll only")
     except ToolRetry as exc:
         raise RecordError(f"{where}: {exc}") from exc
 

@@ -50,8 +50,8 @@ class TaskSummary(BaseModel):
             level=rec.classification.level or rec.classification.interaction_complexity,
             visual_level=rec.classification.visual_level or rec.classification.visual_complexity,
             domain=rec.classification.domain,
-            resolution=rec.recording_details.resolution,
-            environment=rec.recording_details.environment.value,
+            resolution=str(task.resolution),
+            environment=rec.recording_details.environment,
             assets=len(task.asset_files),
             checkpoints=len(task.checkpoints),
         )

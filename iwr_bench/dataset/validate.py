@@ -14,6 +14,8 @@ from iwr_bench.dataset.layout import (
     ASSETS_DIR,
     CHECKPOINTS_DIR,
     IMAGE_SUFFIXES,
+    METADATA,
+    SHEET_PREFIX,
     SHEETS_DIR,
     SHEETS_MANIFEST,
     VIDEO_NAME,
@@ -21,7 +23,7 @@ from iwr_bench.dataset.layout import (
     Task,
     TaskSet,
 )
-from iwr_bench.dataset.models import pressed_key, scroll_direction, typed_text
+from iwr_bench.dataset.models import ENVIRONMENTS, pressed_key, scroll_direction, typed_text
 from iwr_bench.dataset.problems import Problem, Severity
 
 Check = Callable[[Task], Iterator[tuple[Severity, str, str]]]
@@ -57,9 +59,15 @@ def validate_task(task: Task, *, check_media: bool = True) -> list[Problem]:
     """Every problem with one task."""
     if not task.folder.is_dir():
         return [_problem(task, "error", "folder", f"task folder {task.folder} does not exist")]
-    checks: list[Check] = [_check_actions, _check_checkpoints, _check_assets, _check_unknown_fields]
+    checks: list[Check] = [
+        _check_recording,
+        _check_actions,
+        _check_checkpoints,
+        _check_assets,
+        _check_unknown_fields,
+    ]
     if check_media:
-        checks[1:1] = [_check_video, _check_checkpoint_images]
+        checks[2:2] = [_check_video, _check_checkpoint_images]
     return [_problem(task, sev, field, msg) for check in checks for sev, field, msg in check(task)]
 
 
@@ -70,9 +78,18 @@ def _problem(task: Task, severity: Severity, field: str, message: str) -> Proble
 def _check_actions(task: Task) -> Iterator[tuple[Severity, str, str]]:
     actions = task.record.action_sequence
     if not actions:
-        yield "error", "action_sequence", "the task has no actions"
+        yield "warning", "action_sequence", "the task has no actions (kept; it scores IFS 0, as officially)"
     for i, action in enumerate(actions):
         where = f"action_sequence[{i}]"
+        if not action.known_type:
+            yield (
+                "warning",
+                f"{where}.type",
+                f"unknown action type {action.type!r} (kept, as the official scripts do; "
+                "replay fails at this action)",
+            )
+        if not action.parameters.description.strip():
+            yield "warning", f"{where}.parameters.description", _empty_description(action.type)
         match action.type:
             case "Type" if typed_text(action) is None:
                 yield (
@@ -85,12 +102,38 @@ def _check_actions(task: Task) -> Iterator[tuple[Severity, str, str]]:
             case "Scroll" if scroll_direction(action) is None:
                 given = action.parameters.direction
                 yield (
-                    "error",
+                    "warning",
                     f"{where}.parameters.direction",
-                    f"direction {given!r} is neither 'up' nor 'down'",
+                    f"direction {given!r} is neither 'up' nor 'down' (scrolls down, as the official judge "
+                    "always does)",
                 )
             case _:
                 pass
+
+
+def _empty_description(kind: str) -> str:
+    if kind in ("Scroll", "Press"):
+        return f"empty description on a {kind} (the official scripts never read it there)"
+    return f"empty description on a {kind}: the judge cannot ground it, so replay fails at this action"
+
+
+def _check_recording(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    details = task.record.recording_details
+    if details.environment not in ENVIRONMENTS:
+        yield (
+            "warning",
+            "recording_details.environment",
+            f"environment {details.environment!r} is neither desktop nor mobile (kept as given; "
+            "the report's device breakdown shows it as its own group)",
+        )
+    text, source = task.resolution_source
+    if source != "record":
+        where = f"from {METADATA}" if source == METADATA else "the official default"
+        yield (
+            "warning",
+            "recording_details.resolution",
+            f"no resolution in the record; using {text} ({where})",
+        )
 
 
 def _check_video(task: Task) -> Iterator[tuple[Severity, str, str]]:
@@ -157,11 +200,31 @@ def _check_assets(task: Task) -> Iterator[tuple[Severity, str, str]]:
     if assets and not task.sheets_dir.is_dir():
         yield "error", SHEETS_DIR, f"{len(assets)} assets but no stitched_assets folder to show them"
     elif assets and not task.sheet_files:
-        yield "error", SHEETS_DIR, f"{len(assets)} assets but no contact sheet images"
+        yield (
+            "error",
+            SHEETS_DIR,
+            f"{len(assets)} assets but no contact sheet (files named {SHEET_PREFIX}*) to show them",
+        )
+    yield from _check_stray_sheets(task)
     for path in assets:
         if path.suffix.lower() in IMAGE_SUFFIXES - {".svg"} and _image_size(path) is None:
             yield "warning", f"{ASSETS_DIR}/{path.name}", "asset is not a readable image"
     yield from _check_asset_references(task)
+
+
+def _check_stray_sheets(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    """Images in stitched_assets/ that the official rule does not send (their names do not say sheet)."""
+    if not task.sheets_dir.is_dir():
+        return
+    sheets = set(task.sheet_files)
+    for path in sorted(task.sheets_dir.iterdir()):
+        if path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES and path not in sheets:
+            yield (
+                "warning",
+                f"{SHEETS_DIR}/{path.name}",
+                f"not a contact sheet by the official rule (name does not start with {SHEET_PREFIX}); "
+                "never sent to the model",
+            )
 
 
 def _check_asset_references(task: Task) -> Iterator[tuple[Severity, str, str]]:

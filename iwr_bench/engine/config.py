@@ -8,6 +8,7 @@ A complete run file (every key is optional; the values shown are the defaults)::
     budget_usd = 0                # stop new paid model calls past this (0: no cap)
     protocol = "default"          # or "official": the authors' scripts, rule for rule
     prompt_file = ""              # generation instructions from this file instead of ours
+    skip_invalid = false          # go on without data.jsonl lines that cannot be read (counted)
 
     [[models]]                    # one table per model; a baseline is just a name
     name = "oracle"
@@ -158,6 +159,9 @@ class RunConfig(BaseModel):
     """``default`` (this project's protocol) or ``official`` (the authors' scripts, rule for rule)."""
     prompt_file: str = ""
     """Generation instructions read from this file (``{resolution}`` is filled in); empty: ours."""
+    skip_invalid: bool = False
+    """Go on without task records that cannot be read (they are counted in the summary); otherwise
+    the first one stops the run with its line number."""
     models: list[ModelConfig] = Field(default_factory=list[ModelConfig])
     """Generators: models or baselines."""
     judge: JudgeSettings = JudgeSettings()

@@ -53,7 +53,7 @@ from iwr_bench.agents.generation.prompt import PromptFile, load_prompt_file
 from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
-from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.config import RunConfig, is_baseline, provider_of
 from iwr_bench.engine.events import (
@@ -215,6 +215,7 @@ class Engine:
         self.bus = EventBus()
         self.limits: Limits | None = None
         self.tasks: list[Task] = []
+        self.skipped: list[dict[str, Any]] = []
         self.generators: dict[str, Generator] = {}
         self.cancel_scope: anyio.CancelScope | None = None
         self._dirty: set[str] = set()
@@ -234,6 +235,9 @@ class Engine:
         if not source.exists():
             raise UserError(f"tasks: {source} does not exist")
         task_set = load_tasks(source)
+        self.skipped = [
+            p.model_dump(mode="json") for p in unreadable(task_set, skip_invalid=cfg.skip_invalid)
+        ]
         tasks = task_set.tasks
         if cfg.only:
             known = {t.id for t in tasks}
@@ -339,6 +343,7 @@ class Engine:
             "config": self.config.model_dump(mode="json"),
             "tasks_source": str(self.task_source),
             "task_ids": [t.id for t in self.tasks],
+            "skipped_records": self.skipped,
             "task_digests": {str(t.id): record_digest(t) for t in self.tasks},
             "models": self.config.model_slugs,
             "packages": package_versions(),
@@ -881,7 +886,11 @@ def run_summary(store: RunStore) -> dict[str, Any]:
     jobs = {j.id: j for j in store.jobs()}
     metrics = stored_pairs(store)
     scores = {s.job: s for s in store.scores()}
-    out: dict[str, Any] = {"models": {}, "status": store.meta("status")}
+    out: dict[str, Any] = {
+        "models": {},
+        "status": store.meta("status"),
+        "skipped_records": len(manifest.get("skipped_records", [])),
+    }
     for model in models:
         per_task: list[TaskScore] = []
         failures: dict[str, int] = {}

@@ -39,6 +39,7 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
         "policies": run.manifest.get("policies"),
         "metric_backends": run.manifest.get("metric_backends"),
         "tasks_found": run.tasks_found,
+        "skipped_records": len(run.manifest.get("skipped_records", [])),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     svgs = write_plots(out / "plots", breakdowns)
@@ -61,6 +62,11 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
         console.print(
             f"status {run.status}, wall time {run.wall_s:.1f} s over all sessions, cost ${cost:.4f}"
         )
+        if summary["skipped_records"]:
+            console.print(
+                f"{summary['skipped_records']} task record(s) could not be read and were skipped "
+                "(--skip-invalid); the means are over the tasks that were read"
+            )
         labels = sorted({str(row["backends"]) for row in board})
         console.print("backends: " + "; ".join(labels))
         if any(not row["paper comparable"] for row in board):

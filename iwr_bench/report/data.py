@@ -200,7 +200,7 @@ def _tasks(manifest: dict[str, Any], task_ids: list[int]) -> tuple[dict[int, Tas
         if task.id not in infos:
             continue
         c = task.record.classification
-        device = task.record.recording_details.environment.value
+        device = task.record.recording_details.environment
         infos[task.id] = TaskInfo(
             interaction=c.level or UNKNOWN,
             visual=c.visual_level or UNKNOWN,
