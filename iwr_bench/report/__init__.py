@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
+from iwr_bench.agents.generation.wire import sent_line
 from iwr_bench.report.data import RunData
 from iwr_bench.report.render import print_rows, write_tables
 from iwr_bench.report.tables import action_types, all_breakdowns, compare, differences, leaderboard
@@ -29,6 +31,7 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
     breakdowns = all_breakdowns(run)
     write_tables(out, "leaderboard", board, f"Leaderboard: {run_dir.name} (x100)")
     write_tables(out, "breakdowns", breakdowns, f"Breakdowns: {run_dir.name} (x100)")
+    sent: dict[str, dict[str, Any]] = run.manifest.get("sent_settings") or {}
     summary = {
         "run": run_dir.name,
         "status": run.status,
@@ -40,6 +43,8 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
         "metric_backends": run.manifest.get("metric_backends"),
         "tasks_found": run.tasks_found,
         "skipped_records": len(run.manifest.get("skipped_records", [])),
+        "generation": run.manifest.get("generation"),
+        "sent_settings": sent,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     svgs = write_plots(out / "plots", breakdowns)
@@ -69,6 +74,8 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
             )
         labels = sorted({str(row["backends"]) for row in board})
         console.print("backends: " + "; ".join(labels))
+        for model, settings in sent.items():
+            console.print(sent_line(model, settings), markup=False)
         if any(not row["paper comparable"] for row in board):
             console.print(
                 "[bold red]not paper-comparable[/]: substitute metric backends"

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from anyio.from_thread import start_blocking_portal
 from fake_openai import FakeOpenAI, Reply, serve
 from PIL import Image
+from published import FPS, LONG_S, _frame, build_published_set
 
 from iwr_bench.agents.generation import read_record
 from iwr_bench.cli import main
@@ -161,3 +165,40 @@ def test_generate_with_a_missing_prompt_file_is_a_user_error(
     argv = ["generate", "--tasks", str(tasks_root), "--out", str(tmp_path / "o"), "--model", "blank"]
     assert main([*argv, "--prompt-file", str(tmp_path / "none.txt")]) == 2
     assert "cannot read prompt file" in capsys.readouterr().err
+
+
+def _which_frame(data: bytes, candidates: list[np.ndarray]) -> int:
+    """The published fixture's frame number that an encoded frame is closest to."""
+    with Image.open(io.BytesIO(data)) as img:
+        sent = np.asarray(img.convert("RGB"), dtype=np.int16)
+    return int(np.argmin([np.abs(sent - c).mean() for c in candidates]))
+
+
+def test_generate_official_sends_exactly_the_official_sheets_and_frames_of_published_data(
+    threaded_fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    build_published_set(tmp_path / "pub")
+    run = tmp_path / "run.toml"
+    run.write_text(f'[[models]]\nname = "gpt-4o"\nbase_url = "{threaded_fake.url}"\n')
+    argv = ["generate", "--tasks", str(tmp_path / "pub"), "--out", str(tmp_path / "out"), "--no-cache"]
+    assert main([*argv, "--config", str(run), "--model", "gpt-4o", "--protocol", "official"]) == 0
+    assert len(threaded_fake.requests) == 3
+    sheets_dir = tmp_path / "pub" / "data" / "301" / "stitched_assets"
+    names = ["stitched_image_1.png", *(f"stitched_image_{n}.png" for n in (10, 11, 12, *range(2, 10)))]
+    total_long = round(LONG_S * FPS)
+    candidates = [np.asarray(_frame(n), dtype=np.int16) for n in range(total_long)]
+    by_count: dict[int, list[int]] = {}
+    for body in threaded_fake.requests:
+        assert body["temperature"] == 0 and body["max_completion_tokens"] == 16384  # the default preset
+        images = body["messages"][-1]["content"][1:]
+        data = [base64.b64decode(part["image_url"]["url"].split(",", 1)[1]) for part in images]
+        # The twelve sheets, plain sorted (_10 before _2), as the files are; never preview.png.
+        assert data[:12] == [(sheets_dir / n).read_bytes() for n in names]
+        by_count[len(images)] = [_which_frame(d, candidates) for d in data[12:]]
+    # Task 301, 70 s: min(64, 70 - 12) = 58 frames at int(i * 140 / 58). Tasks 302/303, 5.5 s: 5 at 1 FPS.
+    assert by_count[70] == [int(i * total_long / 58) for i in range(58)]
+    assert by_count[17] == [0, 2, 4, 6, 8]
+    record = read_record(tmp_path / "out" / "301" / "gpt-4o")
+    assert record.images.sheet_names == names and record.sampling is not None
+    assert record.sampling.indices == by_count[70]
+    assert record.sampling.timestamps == pytest.approx([i / FPS for i in by_count[70]])

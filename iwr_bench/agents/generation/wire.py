@@ -159,3 +159,22 @@ def summarize(request: WireRequest, asked: dict[str, Any]) -> SentRequest:
         changed=changed,
         fields=request.fields,
     )
+
+
+def sent_line(model: str, sent: dict[str, Any]) -> str:
+    """One line for a report: what ``model``'s requests carried, and what its model class left out."""
+    parts: list[str] = []
+    if sent.get("max_tokens") is not None:
+        parts.append(f"{sent.get('max_tokens_field') or 'max_tokens'}={sent['max_tokens']}")
+    if sent.get("temperature") is not None:
+        parts.append(f"temperature={sent['temperature']:g}")
+    if sent.get("timeout_s") is not None:
+        parts.append(f"timeout={sent['timeout_s']:g}s")
+    dropped: list[str] = list(sent.get("dropped") or [])
+    changed: dict[str, Any] = dict(sent.get("changed") or {})
+    line = f"{model}: sent " + (", ".join(parts) or "no limit or temperature")
+    if dropped:
+        line += f"; not sent (dropped by the model class): {', '.join(dropped)}"
+    if changed:
+        line += "; changed: " + ", ".join(f"{k}={v}" for k, v in changed.items())
+    return line
