@@ -100,6 +100,10 @@ async def test_qwen_preset_sheets_as_files_then_official_frames(fake: FakeOpenAI
     want = [int(i * 300 / 7) for i in range(7)]
     assert [m for m, _ in images[13:]] == ["image/jpeg"] * 7
     assert [frame_number_of(d) for _, d in images[13:]] == want
+    reference = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(reference, format="JPEG", quality=95)
+    with Image.open(reference) as ref, Image.open(io.BytesIO(images[13][1])) as frame:
+        assert frame.quantization == ref.quantization  # pyright: ignore[reportAttributeAccessIssue]
     # The record says what was sent.
     assert result.protocol == OFFICIAL and result.preset == "qwen"
     assert result.images.sheet_names == [p.name for p in sheets]

@@ -11,7 +11,7 @@ from pydantic_ai import BinaryContent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from iwr_bench.agents.generation import ModelConfig, RetryPolicy, build_generator
+from iwr_bench.agents.generation import ModelConfig, RetryPolicy, build_generator, write_result
 from iwr_bench.agents.generation.postprocess import PLACEHOLDER
 from iwr_bench.dataset.frames import plan_images
 from iwr_bench.dataset.layout import load_tasks
@@ -74,7 +74,11 @@ async def test_instructions_then_sheets_then_frames(tasks_root: Path) -> None:
     assert result.settings["thinking"] == "low"  # FunctionModel drops settings it does not support
     assert result.images.sheets == n_sheets and result.images.frames == len(kinds) - n_sheets
     assert result.sampling is not None and len(result.sampling.timestamps) == result.images.frames
-    assert "assets/001.png" in result.html and PLACEHOLDER not in result.html
+    # The placeholder waits for the page's folder: written, it points at the task's assets from there.
+    assert result.asset_base is None and result.assets_dir == str(task.assets_dir)
+    folder = write_result(tasks_root.parent / "results", result)
+    assert result.asset_base == "../../../ds/data/1/assets"
+    assert "src='../../../ds/data/1/assets/001.png'" in (folder / "index.html").read_text()
     assert result.raw == ANSWER
 
 

@@ -7,6 +7,7 @@ Entry points for the engine:
 - :func:`load_run_file` - the ``[[models]]`` tables of a TOML run file.
 - ``registry.create("generator", "oracle" | "screenshot" | "blank" | "lvlm", ...)``.
 - :func:`write_result` - the results tree ``<out>/<id>/<slug>/index.html`` + ``generation.json``.
+- :func:`for_protocol` - a model config completed by the official preset (``--protocol official``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,19 @@ from iwr_bench.agents.generation.config import ModelConfig, Price, RunFile, load
 from iwr_bench.agents.generation.errors import BudgetExhausted, FailureKind, GenerationError
 from iwr_bench.agents.generation.lvlm import LVLMGenerator, build_caller, build_generator
 from iwr_bench.agents.generation.models import build_model
+from iwr_bench.agents.generation.official import PRESETS, Preset, for_protocol, preset_for
 from iwr_bench.agents.generation.output import read_record, result_dir, write_result
 from iwr_bench.agents.generation.postprocess import PLACEHOLDER, postprocess
+from iwr_bench.agents.generation.prompt import PromptFile, load_prompt_file
 from iwr_bench.agents.generation.protocol import Generator, opened
-from iwr_bench.agents.generation.records import CallUsage, ErrorInfo, GenerationResult, ModelTotals, totals
+from iwr_bench.agents.generation.records import (
+    CallUsage,
+    ErrorInfo,
+    GenerationResult,
+    ModelTotals,
+    SentRequest,
+    totals,
+)
 from iwr_bench.agents.generation.wrappers import (
     Budget,
     BudgetedCaller,
@@ -38,6 +48,7 @@ from iwr_bench.agents.generation.wrappers import (
 __all__ = [
     "BASELINES",
     "PLACEHOLDER",
+    "PRESETS",
     "AgentCaller",
     "BlankGenerator",
     "Budget",
@@ -57,18 +68,24 @@ __all__ = [
     "ModelConfig",
     "ModelTotals",
     "OracleGenerator",
+    "Preset",
     "Price",
+    "PromptFile",
     "ResponseCache",
     "RetryPolicy",
     "RetryingCaller",
     "RunFile",
     "ScreenshotGenerator",
+    "SentRequest",
     "build_caller",
     "build_generator",
     "build_model",
+    "for_protocol",
+    "load_prompt_file",
     "load_run_file",
     "opened",
     "postprocess",
+    "preset_for",
     "read_record",
     "result_dir",
     "slugify",
