@@ -30,6 +30,7 @@ from iwr_bench.agents.generation import (
 )
 from iwr_bench.agents.generation.official import for_protocol, preset_for
 from iwr_bench.agents.generation.prompt import load_prompt_file
+from iwr_bench.agents.generation.wire import WireRequest, sent_line, summarize
 from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.protocol import EvalProtocol
 
@@ -239,3 +240,23 @@ def test_presets_are_matched_by_name_first_match_wins() -> None:
     config = ModelConfig(name="anthropic:claude-opus-4")
     assert for_protocol(config, OFFICIAL)[1] == preset_for("claude")
     assert for_protocol(config, EvalProtocol.default) == (config, None)
+
+
+def test_what_was_sent_is_read_from_each_api_shape() -> None:
+    asked = {"temperature": 0.0, "max_tokens": 4096, "timeout": 300}
+    anthropic = summarize(
+        WireRequest({"model": "claude-x", "max_tokens": 4096, "temperature": 0}, 300.0), asked
+    )
+    assert (anthropic.max_tokens_field, anthropic.temperature, anthropic.dropped) == ("max_tokens", 0.0, [])
+    google = summarize(
+        WireRequest({"generationConfig": {"temperature": 0, "maxOutputTokens": 2048}}, None), asked
+    )
+    assert google.max_tokens_field == "generationConfig.maxOutputTokens" and google.changed == {
+        "max_tokens": 2048
+    }
+    bare = summarize(WireRequest({"model": "o3"}, 600.0), asked)
+    assert bare.dropped == ["temperature", "max_tokens"]
+    line = sent_line("openai_o3", bare.model_dump())
+    assert (
+        line == "openai_o3: sent timeout=600s; not sent (dropped by the model class): temperature, max_tokens"
+    )

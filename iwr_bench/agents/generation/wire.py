@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio.to_thread
 from pydantic_ai.providers import Provider
 
 from iwr_bench.agents.generation.records import SentRequest
@@ -70,8 +71,13 @@ async def _on_request(request: _Request) -> None:
     sink = _SINK.get()
     if sink is None:
         return
-    try:
-        body = json.loads(request.content)
+    content = request.content
+    try:  # a request with 70 images is tens of MB of JSON: parse it off the event loop
+        body = (
+            await anyio.to_thread.run_sync(json.loads, content)
+            if len(content) > 1 << 16
+            else json.loads(content)
+        )
     except (ValueError, UnicodeDecodeError):
         return
     if not isinstance(body, dict):
