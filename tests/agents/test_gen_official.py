@@ -136,15 +136,16 @@ async def test_short_video_gives_one_frame_a_second_without_the_fraction(
 async def test_settings_the_user_set_win_over_the_preset(fake: FakeOpenAI, tasks_root: Path) -> None:
     task = load_tasks(tasks_root).by_id(1)
     _add_sheets(task)
-    config = ModelConfig(name="local:qwen2.5-vl", base_url=fake.url, max_tokens=1234, image_budget=13)
+    config = ModelConfig(name="local:qwen2.5-vl", base_url=fake.url, max_tokens=1234, image_budget=5)
     result = await _generate(config, task)
     body = fake.requests[0]
     assert body["max_completion_tokens"] == 1234
-    assert len(_images(body)) == 13  # 13 sheets fill the budget: no frames (official: sheets never cut)
+    # 13 sheets over a budget of 5: all 13 are sent all the same, and no frame.
+    assert len(_images(body)) == 13 and result.images.sheets == 13
     assert result.images.frames == 0 and result.images.video == "none" and result.sampling is None
     effective, preset = for_protocol(config, OFFICIAL)
     assert preset is not None and preset.key == "qwen"
-    assert (effective.max_tokens, effective.image_budget, effective.frame_cap) == (1234, 13, 20)
+    assert (effective.max_tokens, effective.image_budget, effective.frame_cap) == (1234, 5, 20)
     assert effective.timeout == 300
 
 
