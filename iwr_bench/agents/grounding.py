@@ -140,6 +140,8 @@ class Grounding(BaseModel):
     """Best candidates considered, best first."""
     grounder: str
     """Which grounder answered."""
+    text: str | None = None
+    """For a Type action: the text to type, read from the description (None: none found or not asked)."""
 
 
 class Grounder(Protocol):
@@ -148,6 +150,23 @@ class Grounder(Protocol):
     async def __call__(self, request: GroundingRequest) -> Grounding:
         """Ground the request's description on its observation."""
         ...
+
+
+_TYPE_VERB = re.compile(
+    r"\b(?:type|types|typing|enter|enters|input|write|fill in|search for)\s+(?:the\s+(?:text|word|value)\s+)?"
+    r"(.+?)\s+(?:in|into|inside|on|to|as|under)\b",
+    re.IGNORECASE,
+)
+
+
+def text_from_description(description: str) -> str | None:
+    """The text a Type action's description asks to enter: its first quoted span, else the words
+    between a typing verb and the field ("type hello world into the search box"); None if neither."""
+    m = _QUOTED.search(description)
+    if m and m.group(1).strip():
+        return m.group(1)
+    m = _TYPE_VERB.search(description)
+    return m.group(1).strip() if m and m.group(1).strip() else None
 
 
 def element_label(el: Element) -> str:
@@ -253,8 +272,11 @@ class HeuristicGrounder:
         """With CLIP the executor attaches a screenshot, whose element crops are matched to the text."""
 
     async def __call__(self, request: GroundingRequest) -> Grounding:
-        """Score every element; return the best above the threshold."""
-        return await anyio.to_thread.run_sync(self.ground, request)
+        """Score every element; return the best above the threshold (and, for Type, the text to type)."""
+        grounding = await anyio.to_thread.run_sync(self.ground, request)
+        if request.action_type == "Type":
+            grounding.text = text_from_description(request.description)
+        return grounding
 
     def ground(self, request: GroundingRequest) -> Grounding:
         """Synchronous body of :meth:`__call__` (runs on a worker thread)."""
