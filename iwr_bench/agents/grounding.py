@@ -159,14 +159,27 @@ _TYPE_VERB = re.compile(
 )
 
 
-def text_from_description(description: str) -> str | None:
-    """The text a Type action's description asks to enter: its first quoted span, else the words
-    between a typing verb and the field ("type hello world into the search box"); None if neither."""
-    m = _QUOTED.search(description)
-    if m and m.group(1).strip():
-        return m.group(1)
+def text_from_description(description: str, target_labels: Sequence[str] = ()) -> str | None:
+    """The text a Type action's description asks to enter, or None when it names none.
+
+    The words between a typing verb and the field come first ("type 'blue shoes' into the search
+    box", "enter hello world in ..."); else the first quoted span that names neither the target
+    (``target_labels``: the grounded element's label and placeholder) nor something near it.
+    """
     m = _TYPE_VERB.search(description)
-    return m.group(1).strip() if m and m.group(1).strip() else None
+    if m:
+        text = m.group(1).strip()
+        quoted = _QUOTED.fullmatch(text)
+        text = quoted.group(1) if quoted else text
+        if text:
+            return text
+    skip = {label.strip().lower() for label in target_labels if label}
+    _, near = split_quoted(description)
+    for q in _QUOTED.finditer(description):
+        phrase = q.group(1).strip()
+        if phrase and phrase.lower() not in skip and phrase.lower() not in near:
+            return q.group(1)
+    return None
 
 
 def element_label(el: Element) -> str:
@@ -275,7 +288,9 @@ class HeuristicGrounder:
         """Score every element; return the best above the threshold (and, for Type, the text to type)."""
         grounding = await anyio.to_thread.run_sync(self.ground, request)
         if request.action_type == "Type":
-            grounding.text = text_from_description(request.description)
+            target = next((el for el in request.observation.elements if el.index == grounding.index), None)
+            labels = [] if target is None else [element_label(target), target.placeholder or ""]
+            grounding.text = text_from_description(request.description, labels)
         return grounding
 
     def ground(self, request: GroundingRequest) -> Grounding:

@@ -19,6 +19,7 @@ from iwr_bench.engine.config import JudgeSettings
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
+from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
@@ -138,9 +139,12 @@ def cmd_judge(args: argparse.Namespace) -> int:
 async def _judge_all(
     args: argparse.Namespace, tasks: list[Task], models: list[str], judges: JudgeSet
 ) -> list[Evaluation]:
-    ocr, _ = create("metric", "ocr")
+    ocr, _ = create("metric", "ocr", cache_dir="")  # "": the shared cache in ~/.cache/iwr-bench
     dino, _ = create("metric", "dino", model=args.dino)
-    metrics = VisualMetrics(ocr=CachedMetric(ocr), dino=CachedMetric(dino), rubric=judges.rubric)
+    cache = MetricCache.default()
+    metrics = VisualMetrics(
+        ocr=CachedMetric(ocr, cache), dino=CachedMetric(dino, cache), rubric=judges.rubric
+    )
     protocol = EvalProtocol(args.protocol)
     config = ExecutorConfig(
         judge_error_policy=args.judge_error_policy,

@@ -22,10 +22,12 @@ from typing import Any
 
 from PIL import Image
 
+from iwr_bench.agents.judge.official import hvs_as_zero
 from iwr_bench.agents.judge.records import ActionRecord
 from iwr_bench.dataset.frames import VideoError, sample_frames
 from iwr_bench.dataset.layout import Task
 from iwr_bench.metrics.hashing import phash_hex
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.data import Result, RunData
 from iwr_bench.report.render import cell, columns
 from iwr_bench.report.tables import Row
@@ -183,6 +185,8 @@ def _pair(run: RunData, r: Result, images: _Images, frames: list[str], moments: 
     info = run.tasks[r.task_id]
     task = info.task
     s = r.score
+    if s is not None and run.protocol == EvalProtocol.official:
+        s = hvs_as_zero(s)  # the official reading: a missing HVS counts 0
     if not r.judged or s is None:
         scores = "not judged"
     else:
