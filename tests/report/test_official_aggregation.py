@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from official_data import cut_builtin_tasks
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 from scripted_model import Scripted
@@ -27,7 +28,7 @@ from iwr_bench.agents.judge.rubric import RubricJudge
 from iwr_bench.engine.config import parse_run_config
 from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.run import Engine
-from iwr_bench.report import build_report, compare_runs
+from iwr_bench.report import RunData, build_report, compare_runs
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -73,15 +74,31 @@ def _rubric() -> RubricJudge:
     return RubricJudge(Scripted(answer).model(), retries=0, name="llm:scripted")
 
 
-async def _run(run_dir: Path, protocol: str, rubric: bool) -> Path:
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built-in tasks 102 and 109, first three actions, at 320x180 (see ``official_data``)."""
+    root = tmp_path_factory.mktemp("tasks")
+    cut_builtin_tasks(root, tuple(TASKS), actions=3, size=(320, 180))
+    return root
+
+
+_RUNS: dict[tuple[str, bool], Path] = {}
+
+
+async def _run(tasks: Path, root: Path, protocol: str, rubric: bool) -> Path:
+    """A finished run of the cut tasks (each setting runs once per module)."""
+    if (protocol, rubric) in _RUNS:
+        return _RUNS[(protocol, rubric)]
     config = parse_run_config(
-        {"tasks": "builtin", "only": TASKS, "models": [{"name": m} for m in MODELS], "protocol": protocol}
+        {"tasks": str(tasks), "models": [{"name": m} for m in MODELS], "protocol": protocol}
     )
     judges = JudgeSet(HeuristicGrounder(), HeuristicAssertionJudge(), _rubric() if rubric else None)
+    run_dir = root / f"run-{protocol}-{'hvs' if rubric else 'no-hvs'}"
     engine = Engine(config, run_dir, judges=judges)
     engine.prepare()
     outcome = await engine.run()
     assert outcome.status == "completed"
+    _RUNS[(protocol, rubric)] = run_dir
     return run_dir
 
 
@@ -94,6 +111,11 @@ def _board(run: Path, out: Path) -> dict[str, dict[str, Any]]:
     return {row["model"]: row for row in json.loads((out / "leaderboard.json").read_text())}
 
 
+@pytest.fixture(scope="module")
+def runs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("runs")
+
+
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -101,8 +123,10 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("rubric", [False, True], ids=["without-hvs", "with-hvs"])
-async def test_official_protocol_report_equals_the_official_aggregation(tmp_path: Path, rubric: bool) -> None:
-    run = await _run(tmp_path / "run", "official", rubric)
+async def test_official_protocol_report_equals_the_official_aggregation(
+    tasks: Path, runs_root: Path, tmp_path: Path, rubric: bool
+) -> None:
+    run = await _run(tasks, runs_root, "official", rubric)
     board = _board(run, tmp_path / "report")
     cut = 0
     for model in MODELS:
@@ -120,23 +144,29 @@ async def test_official_protocol_report_equals_the_official_aggregation(tmp_path
         else:
             assert row["HVS"] == 0.0 and all(ev["all_mllm_scores"] == [] for ev in evals)
             assert row["HVS note"] == "HVS missing, counted 0 as the official aggregation does"
-    # the screenshot baseline fails its first (flagged) action: its list holds state 0 twice, cut to 1
+    # the screenshot baseline fails its first (flagged) action on task 102: its list holds state 0
+    # twice (initial, and the pre-state of the failing action), and the aggregation keeps one
     assert cut >= 1
     title = (tmp_path / "report" / "leaderboard.md").read_text().splitlines()[0]
     assert "protocol official" in title
+    manifest = RunData.load(run).manifest  # the run records its protocol, and fixed waits come with it
+    assert manifest["config"]["protocol"] == "official" and manifest["browser"]["settle"]["mode"] == "fixed"
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("rubric", [False, True], ids=["without-hvs", "with-hvs"])
-async def test_default_protocol_report_against_the_official_aggregation(tmp_path: Path, rubric: bool) -> None:
+async def test_default_protocol_report_against_the_official_aggregation(
+    tasks: Path, runs_root: Path, tmp_path: Path, rubric: bool
+) -> None:
     """With HVS the default run's eval.json gives the same numbers through the official aggregation;
     without HVS our report shows VFS = LVS (labelled), where the official aggregation counts HVS 0."""
-    run = await _run(tmp_path / "run", "default", rubric)
+    run = await _run(tasks, runs_root, "default", rubric)
     board = _board(run, tmp_path / "report")
     for model in MODELS:
         want = official_reporting(_evals(run, model))
         row = board[model]
         assert row["protocol"] == "default"
+        assert RunData.load(run).manifest["browser"]["settle"]["mode"] == "stable"
         same = COLUMNS if rubric else ("IFS", "LVS")
         for col in same:
             assert row[col] == pytest.approx(want[col], abs=0.01), (model, col)
@@ -148,9 +178,11 @@ async def test_default_protocol_report_against_the_official_aggregation(tmp_path
 
 
 @pytest.mark.anyio
-async def test_runs_of_different_protocols_are_never_subtracted(tmp_path: Path) -> None:
-    a = await _run(tmp_path / "a", "default", True)
-    b = await _run(tmp_path / "b", "official", True)
+async def test_runs_of_different_protocols_are_never_subtracted(
+    tasks: Path, runs_root: Path, tmp_path: Path
+) -> None:
+    a = await _run(tasks, runs_root, "default", True)
+    b = await _run(tasks, runs_root, "official", True)
     rows = json.loads((compare_runs(a, b, tmp_path / "cmp") / "comparison.json").read_text())
     assert rows and all(not r["comparable"] and "protocol" in r["differs"] for r in rows)
     assert all(r[f"{c} delta"] is None for r in rows for c in ("IFS", "VFS", "Final"))
