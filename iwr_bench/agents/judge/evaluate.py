@@ -191,20 +191,15 @@ async def evaluate(
     available = metrics.rubric is not None
     mllm = [round(r.score / 100, 6) for r in rubric_results if r is not None]
     _write_evalpoints(evidence, out / "evalpoints", replay)
-    counted = (
-        counted_pairs(len(pairs), replay.success_steps) if protocol == EvalProtocol.official else len(pairs)
-    )
+    official = protocol == EvalProtocol.official
+    counted = counted_pairs(len(pairs), replay.success_steps) if official else len(pairs)
+    keys = list(range(counted)) if official else [k for k, _, _ in pairs[:counted]]
+    hvs: list[float | None] = list(mllm[:counted]) if available else [None] * counted
     score = TaskScore(
         total_steps=replay.total_steps,
         success_steps=replay.success_steps,
         pairs=[
-            PairScore(
-                step=k if protocol == EvalProtocol.official else s,
-                ocr=o,
-                dino=d,
-                hvs=mllm[k] if available else None,
-            )
-            for k, ((s, _, _), o, d) in enumerate(zip(pairs[:counted], ocr, dino, strict=False))
+            PairScore(step=k, ocr=o, dino=d, hvs=h) for k, o, d, h in zip(keys, ocr, dino, hvs, strict=False)
         ],
     )
     shown = hvs_as_zero(score) if protocol == EvalProtocol.official else score
