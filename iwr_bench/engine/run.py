@@ -874,7 +874,10 @@ def run_summary(store: RunStore) -> dict[str, Any]:
             if judge.failure and judge.failure != "generation_error":
                 failures[judge.failure] = failures.get(judge.failure, 0) + 1
             row = scores.get(judge.id)
-            no_page = row is not None and row.failure == "no_page"
+            # a failed generation counts as no page: the official generator writes none for it
+            no_page = (row is not None and row.failure == "no_page") or (
+                gen is not None and gen.status == "failed"
+            )
             per_task.append((stored_task_score(row, metrics.get(judge.id, {})), no_page))
             if row is not None and row.failure and row.failure not in INFRA_FAILURES:
                 mistakes[row.failure] = mistakes.get(row.failure, 0) + 1

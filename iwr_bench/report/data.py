@@ -48,7 +48,8 @@ class Result:
     backends: dict[str, str] = field(default_factory=dict[str, str])
     """Metric -> backend label (substitutes say so)."""
     no_page: bool = False
-    """The judge found no ``index.html`` (the official protocol leaves such a task out of the means)."""
+    """The judge found no ``index.html``, or the generation failed (the official generator then writes
+    none): the official protocol leaves such a task out of the means."""
 
 
 @dataclass
@@ -193,7 +194,7 @@ def _result(
         evaluation=evaluation,
         eval_dir=eval_dir,
         backends=labels.get(judge.id, {}),
-        no_page=row is not None and row.failure == "no_page",
+        no_page=(row is not None and row.failure == "no_page") or gen_failed,
     )
 
 

@@ -7,14 +7,19 @@ so switching a rule off makes its test fail.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo
+from scripted_model import Scripted, last_prompt
 
 from iwr_bench.agents.grounding import HeuristicGrounder, text_from_description
+from iwr_bench.agents.grounding_llm import LLMGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
 from iwr_bench.agents.judge.evaluate import VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
@@ -270,3 +275,27 @@ def test_a_missing_page_is_left_out_only_under_the_official_protocol() -> None:
     assert (official.tasks, official.ifs, left_official) == (1, 100.0, 1)
     assert hvs_missing and official.hvs == 0.0 and official.vfs == 50.0  # HVS missing counted 0
     assert ours.vfs == 50.0 and ours.hvs is None  # LVS alone over both tasks (one scored 0)
+
+
+@pytest.mark.browser
+@pytest.mark.anyio
+async def test_llm_grounder_answers_the_text_to_type(pool: PagePool, tmp_path: Path) -> None:
+    """The llm grounder's model names the text; the official executor types exactly that."""
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
+        del info
+        prompt = last_prompt(messages)
+        index = int(re.search(r"\[(\d+)\] textbox", prompt.text).group(1))  # type: ignore[union-attr]
+        return {"index": index, "sure": True, "reason": "the Name box", "text": "from the model"}
+
+    action = {
+        "type": "Type",
+        "parameters": {"description": "write your name in the Name box", "text": "WRONG"},
+    }
+    task = make_task(tmp_path / "ds", [action])
+    page = write_page(tmp_path / "page", "<label>Name <input placeholder='Name'></label>")
+    config = ExecutorConfig(protocol=OFFICIAL)
+    executor = Executor(pool, LLMGrounder(Scripted(answer).model()), HeuristicAssertionJudge(), config)
+    replay = await executor.replay(task, page, tmp_path / "ev")
+    assert replay.success_steps == 1
+    assert any("'from the model'" in c for c in replay.actions[0].tool_calls)

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_openai import FakeOpenAI, Reply, serve
 from official_data import cut_builtin_tasks
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
+from rich.console import Console
 from scripted_model import Scripted
 
 from iwr_bench.agents.grounding import HeuristicGrounder
@@ -188,3 +190,35 @@ async def test_runs_of_different_protocols_are_never_subtracted(
     assert all(r[f"{c} delta"] is None for r in rows for c in ("IFS", "VFS", "Final"))
     same = json.loads((compare_runs(b, b, tmp_path / "cmp2") / "comparison.json").read_text())
     assert all(r["comparable"] for r in same)
+
+
+@pytest.mark.anyio
+async def test_failed_generations_are_left_out_only_under_the_official_protocol(
+    tasks: Path, tmp_path: Path, allow_requests: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A provider that always fails: our engine writes an empty page and scores it 0 (default); the
+    official generator writes no page, so the official protocol leaves those tasks out and says so."""
+    down = FakeOpenAI(replies=[Reply(status=500, text=None)])
+    rows: dict[str, dict[str, Any]] = {}
+    async with serve(down) as server:
+        for protocol in ("default", "official"):
+            config = parse_run_config(
+                {
+                    "tasks": str(tasks),
+                    "only": [109],
+                    "models": [{"name": "vllm:down", "base_url": server.url, "retries": 0}],
+                    "protocol": protocol,
+                }
+            )
+            judges = JudgeSet(HeuristicGrounder(), HeuristicAssertionJudge())
+            engine = Engine(config, tmp_path / protocol, judges=judges)
+            engine.prepare()
+            assert (await engine.run()).status == "completed"
+            build_report(
+                tmp_path / protocol, tmp_path / f"report-{protocol}", console=Console(width=200), html=False
+            )
+            rows[protocol] = json.loads((tmp_path / f"report-{protocol}" / "leaderboard.json").read_text())[0]
+    printed = capsys.readouterr().out
+    assert rows["default"]["left out"] == 0 and rows["default"]["Final"] is not None
+    assert rows["official"]["left out"] == 1 and rows["official"]["Final"] is None
+    assert "1 task(s) without index.html left out of the means" in printed

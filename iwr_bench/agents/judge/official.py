@@ -113,7 +113,8 @@ def aggregate(
 
     Returns (summary or None when nothing counts, tasks left out, HVS missing). Default: every
     task counts (a missing page scores 0) and without HVS the VFS is LVS alone. Official: tasks
-    whose page is missing are left out of the means, and a missing HVS is counted as 0.
+    whose page is missing (no ``index.html``, or a failed generation, for which the official
+    generator writes none) are left out of the means, and a missing HVS is counted as 0.
     """
     if protocol == EvalProtocol.official:
         kept = [s for s, missing in scores if not missing]
