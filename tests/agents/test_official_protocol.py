@@ -169,21 +169,21 @@ def test_heuristic_grounder_reads_the_text_to_type() -> None:
 @pytest.mark.browser
 @pytest.mark.anyio
 async def test_fixed_waits_see_what_settling_misses(tmp_path: Path) -> None:
-    """A page that changes 0.4 s after a click: the fixed 0.5 s wait sees it, settling does not wait."""
+    """A page that changes 0.4 s after a click: the fixed 0.5 s wait after an action always sees the
+    change, and the action takes at least that long. (Settling stops as soon as two screenshots
+    agree, which on an idle machine is before the change; on a loaded one it may not be, so that
+    side is not asserted.)"""
     task = make_task(tmp_path / "ds", [{"type": "Click", "parameters": {"description": "the 'Go' button"}}])
     page = write_page(
         tmp_path / "page",
         "<script>function later() { document.body.style.background = 'rgb(255,0,0)'; }</script>"
         "<button class='btn' onclick='setTimeout(later, 400)'>Go</button>",
     )
-    colours = {}
-    for mode in ("stable", "fixed"):
-        async with PagePool(PoolConfig(size=1, settle=SettleConfig(mode=mode))) as pool:
-            replay = await _replay(pool, task, page, tmp_path / mode, DEFAULT)
-        assert replay.success_steps == 1
-        with Image.open(tmp_path / mode / "step_1.png") as im:
-            colours[mode] = im.convert("RGB").getpixel((700, 500))
-    assert colours["fixed"] == (255, 0, 0) and colours["stable"] != (255, 0, 0)
+    async with PagePool(PoolConfig(size=1, settle=SettleConfig(mode="fixed"))) as pool:
+        replay = await _replay(pool, task, page, tmp_path / "fixed", DEFAULT)
+    assert replay.success_steps == 1 and replay.actions[0].seconds >= 0.5
+    with Image.open(tmp_path / "fixed" / "step_1.png") as im:
+        assert im.convert("RGB").getpixel((700, 500)) == (255, 0, 0)
 
 
 def _record(i: int, status: str, failure: str | None = None) -> ActionRecord:
