@@ -20,8 +20,6 @@ import numpy as np
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
 
-from iwr_bench.dataset.models import ActionType
-
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -108,8 +106,8 @@ class GroundingRequest(BaseModel):
 
     description: str
     """The action's natural-language description of its target."""
-    action_type: ActionType
-    """Click, Type, Scroll or Press."""
+    action_type: str
+    """Click, Type, Scroll or Press (an unknown type never reaches a grounder)."""
     observation: Observation
     """The page's interactive elements and visible text."""
     screenshot: bytes | None = None
@@ -140,6 +138,8 @@ class Grounding(BaseModel):
     """Best candidates considered, best first."""
     grounder: str
     """Which grounder answered."""
+    text: str | None = None
+    """For a Type action: the text to type, read from the description (None: none found or not asked)."""
 
 
 class Grounder(Protocol):
@@ -148,6 +148,36 @@ class Grounder(Protocol):
     async def __call__(self, request: GroundingRequest) -> Grounding:
         """Ground the request's description on its observation."""
         ...
+
+
+_TYPE_VERB = re.compile(
+    r"\b(?:type|types|typing|enter|enters|input|write|fill in|search for)\s+(?:the\s+(?:text|word|value)\s+)?"
+    r"(.+?)\s+(?:in|into|inside|on|to|as|under)\b",
+    re.IGNORECASE,
+)
+
+
+def text_from_description(description: str, target_labels: Sequence[str] = ()) -> str | None:
+    """The text a Type action's description asks to enter, or None when it names none.
+
+    The words between a typing verb and the field come first ("type 'blue shoes' into the search
+    box", "enter hello world in ..."); else the first quoted span that names neither the target
+    (``target_labels``: the grounded element's label and placeholder) nor something near it.
+    """
+    m = _TYPE_VERB.search(description)
+    if m:
+        text = m.group(1).strip()
+        quoted = _QUOTED.fullmatch(text)
+        text = quoted.group(1) if quoted else text
+        if text:
+            return text
+    skip = {label.strip().lower() for label in target_labels if label}
+    _, near = split_quoted(description)
+    for q in _QUOTED.finditer(description):
+        phrase = q.group(1).strip()
+        if phrase and phrase.lower() not in skip and phrase.lower() not in near:
+            return q.group(1)
+    return None
 
 
 def element_label(el: Element) -> str:
@@ -253,8 +283,13 @@ class HeuristicGrounder:
         """With CLIP the executor attaches a screenshot, whose element crops are matched to the text."""
 
     async def __call__(self, request: GroundingRequest) -> Grounding:
-        """Score every element; return the best above the threshold."""
-        return await anyio.to_thread.run_sync(self.ground, request)
+        """Score every element; return the best above the threshold (and, for Type, the text to type)."""
+        grounding = await anyio.to_thread.run_sync(self.ground, request)
+        if request.action_type == "Type":
+            target = next((el for el in request.observation.elements if el.index == grounding.index), None)
+            labels = [] if target is None else [element_label(target), target.placeholder or ""]
+            grounding.text = text_from_description(request.description, labels)
+        return grounding
 
     def ground(self, request: GroundingRequest) -> Grounding:
         """Synchronous body of :meth:`__call__` (runs on a worker thread)."""
@@ -335,7 +370,7 @@ class HeuristicGrounder:
         return [float(max(0.0, s)) for s in sims]
 
     @staticmethod
-    def _score(desc: str, action: ActionType, el: Element, semantic: float | None) -> float:
+    def _score(desc: str, action: str, el: Element, semantic: float | None) -> float:
         label = element_label(el).lower()
         words = _words(desc)
         content = _content(words)

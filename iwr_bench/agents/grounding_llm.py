@@ -26,7 +26,8 @@ INSTRUCTIONS = """\
 You replay a recorded user session on a web page. Given one action (its type and a description
 of its target) and the page's interactive elements, each with an index, choose the element the
 description refers to. Answer its index, or null when no element fits. Set "sure" to false when
-several elements could fit or none fits well. Give a one-sentence reason."""
+several elements could fit or none fits well. Give a one-sentence reason. For a Type action, also
+answer in "text" the exact text the description asks to type (null for other actions)."""
 
 ELEMENT_LIMIT = 400
 """Elements listed to the model at most (the rest are summarised as a count)."""
@@ -38,6 +39,7 @@ class GroundingAnswer(BaseModel):
     index: int | None = Field(description="index of the element, or null when none fits")
     sure: bool = Field(description="false if several elements could fit or none fits well")
     reason: str = Field(description="one sentence: why this element (or why none)")
+    text: str | None = Field(default=None, description="Type actions: the text to type, from the description")
 
 
 def describe_element(el: Element) -> str:
@@ -125,14 +127,16 @@ class LLMGrounder:
             return Grounding(index=None, reason=f"judge_error: {asked.error}", grounder=self.name)
         by_index = {el.index: el for el in elements}
         reason = answer.reason + (" (after looking at the screenshot)" if looked else "")
+        text = answer.text if request.action_type == "Type" else None
         if answer.index is None or answer.index not in by_index:
-            return Grounding(index=None, reason=reason or "no element fits", grounder=self.name)
+            return Grounding(index=None, reason=reason or "no element fits", grounder=self.name, text=text)
         return Grounding(
             index=answer.index,
             score=1.0 if answer.sure else 0.5,
             reason=f"{element_kind(by_index[answer.index]) or 'element'} "
             f"{element_label(by_index[answer.index])!r}: {reason}",
             grounder=self.name,
+            text=text,
         )
 
 

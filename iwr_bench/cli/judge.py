@@ -12,15 +12,19 @@ from rich.table import Table
 
 from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
+from iwr_bench.agents.judge.official import aggregate
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.config import JudgeSettings
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
+from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric
-from iwr_bench.metrics.scoring import summarise
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
+from iwr_bench.report.tables import hvs_note
+from iwr_bench.tools.models import SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
 
@@ -46,6 +50,18 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--judge-calls", type=int, default=4, help="judge-model requests at once (default 4)")
     p.add_argument("--dino", default="facebook/dinov2-base", help="DINOv2 hub id or local folder")
     p.add_argument("--pages-at-once", type=int, default=2, help="concurrent browser pages (default 2)")
+    p.add_argument(
+        "--protocol",
+        choices=[p.value for p in EvalProtocol],
+        default="default",
+        help="default (ours) or official (the official scripts' rules; implies --settle fixed)",
+    )
+    p.add_argument(
+        "--settle",
+        choices=["stable", "fixed"],
+        default=None,
+        help="wait for stable screenshots, or the official fixed waits (default: by protocol)",
+    )
     p.add_argument("--judge-error-policy", choices=["pass", "fail"], default="fail")
     p.add_argument("--undetermined-policy", choices=["pass", "fail"], default="pass")
     p.add_argument(
@@ -56,19 +72,38 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(func=cmd_judge)
 
 
+def model_key(name: str) -> str:
+    """The official results-folder name of a model: lower case, ``/`` as ``__``."""
+    return name.lower().replace("/", "__")
+
+
 def _models(pages: Path, tasks: list[Task]) -> list[str]:
-    found = {
-        d.name
-        for t in tasks
-        if (pages / str(t.id)).is_dir()
-        for d in (pages / str(t.id)).iterdir()
-        if d.is_dir()
-    }
-    return sorted(found)
+    """Model folders under ``<pages>/<id>/``, one per model whichever spelling (ours or lower-case)."""
+    found: dict[str, str] = {}
+    for t in tasks:
+        folder = pages / str(t.id)
+        if folder.is_dir():
+            for d in sorted(folder.iterdir()):
+                if d.is_dir() and not d.name.startswith("."):
+                    found.setdefault(model_key(d.name), d.name)
+    return sorted(found.values())
+
+
+def model_folder(pages: Path, task_id: int, model: str) -> Path | None:
+    """The page folder of (task, model) in either spelling, or None when there is none."""
+    folder = pages / str(task_id)
+    exact = folder / model
+    if exact.is_dir():
+        return exact
+    if folder.is_dir():
+        for d in sorted(folder.iterdir()):
+            if d.is_dir() and model_key(d.name) == model_key(model):
+                return d
+    return None
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    """Judge every (task, model) page; a missing page is scored 0, never skipped."""
+    """Judge every (task, model) page; a missing page scores 0 (default) or is left out (official)."""
     try:
         settings = JudgeSettings(
             grounder=args.grounder,
@@ -103,7 +138,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if not models:
         raise UserError(f"no pages under {args.pages} (expected <id>/<model>/index.html)")
     results = anyio.run(_judge_all, args, task_set.tasks, models, judges)
-    _print_summary(results, models)
+    _print_summary(results, models, EvalProtocol(args.protocol))
     if skipped:
         print(f"{len(skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
     return 0
@@ -112,21 +147,29 @@ def cmd_judge(args: argparse.Namespace) -> int:
 async def _judge_all(
     args: argparse.Namespace, tasks: list[Task], models: list[str], judges: JudgeSet
 ) -> list[Evaluation]:
-    ocr, _ = create("metric", "ocr")
+    ocr, _ = create("metric", "ocr", cache_dir="")  # "": the shared cache in ~/.cache/iwr-bench
     dino, _ = create("metric", "dino", model=args.dino)
-    metrics = VisualMetrics(ocr=CachedMetric(ocr), dino=CachedMetric(dino), rubric=judges.rubric)
-    config = ExecutorConfig(
-        judge_error_policy=args.judge_error_policy, undetermined_policy=args.undetermined_policy
+    cache = MetricCache.default()
+    metrics = VisualMetrics(
+        ocr=CachedMetric(ocr, cache), dino=CachedMetric(dino, cache), rubric=judges.rubric
     )
+    protocol = EvalProtocol(args.protocol)
+    config = ExecutorConfig(
+        judge_error_policy=args.judge_error_policy,
+        undetermined_policy=args.undetermined_policy,
+        protocol=protocol,
+    )
+    settle = args.settle or ("fixed" if protocol == EvalProtocol.official else "stable")
     results: list[Evaluation] = []
-    async with judges, PagePool(PoolConfig(size=args.pages_at_once)) as pool:
+    pool_config = PoolConfig(size=args.pages_at_once, settle=SettleConfig(mode=settle))
+    async with judges, PagePool(pool_config) as pool:
         executor = Executor(pool, judges.grounder, judges.assertions, config)
 
         async def one(task: Task, model: str) -> None:
-            folder = args.pages / str(task.id) / model
+            folder = model_folder(args.pages, task.id, model)
             out = args.out / str(task.id) / model
-            replay = await executor.replay(task, folder if folder.is_dir() else None, out / "evidence")
-            results.append(await evaluate(task, model, replay, out / "evidence", out, metrics))
+            replay = await executor.replay(task, folder, out / "evidence")
+            results.append(await evaluate(task, model, replay, out / "evidence", out, metrics, protocol))
             print(f"task {task.id} {model}: {replay.success_steps}/{replay.total_steps} actions", flush=True)
 
         async with anyio.create_task_group() as tg:
@@ -136,33 +179,39 @@ async def _judge_all(
     return results
 
 
-def _print_summary(results: list[Evaluation], models: list[str]) -> None:
-    table = Table(title="iwr judge (x100)")
-    for col in ("model", "tasks", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "no page"):
+def _print_summary(results: list[Evaluation], models: list[str], protocol: EvalProtocol) -> None:
+    table = Table(title=f"iwr judge (x100, protocol {protocol.value})")
+    for col in ("model", "tasks", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "no page", "left out"):
         table.add_column(col, justify="left" if col == "model" else "right")
-    lvs_only = False
+    notes: set[str] = set()
     for model in models:
         rows = [r for r in results if r.model == model]
-        s = summarise([r.score for r in rows])
-        lvs_only |= s.lvs_only
-        missing = sum(r.replay.failure == "no_page" for r in rows)
-        hvs = "n/a" if s.hvs is None else f"{s.hvs:.2f}"
+        missing = [r.replay.failure == "no_page" for r in rows]
+        s, left_out, hvs_missing = aggregate(
+            [(r.score, m) for r, m in zip(rows, missing, strict=True)], protocol
+        )
+        if hvs_missing:
+            notes.add(hvs_note(protocol))
+        if s is None:
+            table.add_row(model, "0", *["-"] * 6, str(sum(missing)), str(left_out))
+            continue
         table.add_row(
             model,
             str(s.tasks),
             f"{s.ifs:.2f}",
             f"{s.ifs_micro:.2f}",
             f"{s.lvs:.2f}",
-            hvs,
+            "n/a" if s.hvs is None else f"{s.hvs:.2f}",
             f"{s.vfs:.2f}",
             f"{s.final:.2f}",
-            str(missing),
+            str(sum(missing)),
+            str(left_out),
         )
-    console = Console()
+    console = Console(width=160)
     console.print(table)
     backends = {b.label for r in results for b in r.backends}
     console.print("backends: " + ", ".join(sorted(backends)))
-    if lvs_only:
-        console.print(
-            "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."
-        )
+    if protocol == EvalProtocol.official and any(r.replay.failure == "no_page" for r in results):
+        console.print("tasks without index.html are left out of the means (official protocol)")
+    for note in sorted(notes):
+        console.print(note)

@@ -260,10 +260,25 @@ def print_summary(summary: dict[str, Any]) -> None:
             f"{skipped} task record(s) could not be read and were skipped (--skip-invalid); "
             "the means are over the tasks that were read"
         )
+    _print_protocol_notes(console, summary)
     if lvs_only:
         console.print(
             "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."
         )
+
+
+def _print_protocol_notes(console: Console, summary: dict[str, Any]) -> None:
+    """Protocol label, tasks left out and a missing HVS counted 0 (official protocol)."""
+    models = list(summary["models"].values())
+    protocol = next((str(m.get("protocol", "default")) for m in models), "default")
+    console.print(f"protocol: {protocol}")
+    for name, m in summary["models"].items():
+        if m.get("left_out"):
+            console.print(
+                f"{name}: {m['left_out']} task(s) without index.html left out of the means (official)"
+            )
+    if protocol == "official" and any(m.get("hvs_missing") for m in models):
+        console.print("HVS missing, counted 0 as the official aggregation does")
 
 
 def cmd_runs_show(args: argparse.Namespace) -> int:

@@ -88,4 +88,4 @@ async def execute_judge(job: JudgeJob, task: Task, executor: Executor, metrics: 
     evidence = out / "evidence"
     page = Path(job.page)
     replay = await executor.replay(task, page if page.is_dir() else None, evidence)
-    return await evaluate(task, job.model, replay, evidence, out, metrics)
+    return await evaluate(task, job.model, replay, evidence, out, metrics, executor.config.protocol)

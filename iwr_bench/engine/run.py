@@ -86,6 +86,7 @@ from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
 from iwr_bench.metrics.scoring import PairScore, TaskScore
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
@@ -372,7 +373,7 @@ class Engine:
         b = self.config.browser
         return PoolConfig(
             size=self.config.limits.browser_pages,
-            settle=SettleConfig(mode=b.settle),
+            settle=SettleConfig(mode="fixed" if self.config.protocol == EvalProtocol.official else b.settle),
             limits=PageLimits(action_timeout=b.action_timeout_s),
         )
 
@@ -736,7 +737,9 @@ class Engine:
             self.judges.grounder,
             self.judges.assertions,
             ExecutorConfig(
-                judge_error_policy=cfg.judge_error_policy, undetermined_policy=cfg.undetermined_policy
+                judge_error_policy=cfg.judge_error_policy,
+                undetermined_policy=cfg.undetermined_policy,
+                protocol=self.config.protocol,
             ),
             emit=self._agent_sink(jid, f"{rel}/evidence"),
         )
@@ -768,14 +771,11 @@ class Engine:
         store.put_actions(jid, [a.model_dump(mode="json") for a in replay.actions], f"{rel}/evidence")
         ocr_b, dino_b = ev.backends[0], ev.backends[1]
         values: list[tuple[int, str, float | None, str, bool]] = []
-        steps = list(ev.screenshots)
-        for step, o, d, h in zip(
-            steps, ev.all_ocr_scores, ev.all_dino_scores, ev.all_mllm_scores, strict=True
-        ):
-            values.append((step, "ocr", o, ocr_b.label, ocr_b.substitute))
-            values.append((step, "dino", d, dino_b.label, dino_b.substitute))
-            if h is not None:
-                values.append((step, "rubric", h, ev.rubric_judge or "rubric", False))
+        for p in ev.score.pairs:  # the pairs that count (the official protocol cuts the list)
+            values.append((p.step, "ocr", p.ocr, ocr_b.label, ocr_b.substitute))
+            values.append((p.step, "dino", p.dino, dino_b.label, dino_b.substitute))
+            if p.hvs is not None:
+                values.append((p.step, "rubric", p.hvs, ev.rubric_judge or "rubric", False))
         store.put_metrics(jid, values)
         for step, metric, value, backend, _sub in values:
             self.bus.publish(MetricComputed(job=jid, step=step, metric=metric, value=value, backend=backend))
@@ -878,9 +878,10 @@ def stored_task_score(row: ScoreRow | None, pairs: dict[int, dict[str, float | N
 
 def run_summary(store: RunStore) -> dict[str, Any]:
     """Per-model means (x100) and failure counts of a run, from its store."""
-    from iwr_bench.metrics.scoring import summarise
+    from iwr_bench.agents.judge.official import aggregate
 
     manifest = store.manifest()
+    protocol = EvalProtocol(manifest.get("config", {}).get("protocol", "default"))
     models: list[str] = manifest.get("models", [])
     task_ids: list[int] = manifest.get("task_ids", [])
     jobs = {j.id: j for j in store.jobs()}
@@ -892,7 +893,7 @@ def run_summary(store: RunStore) -> dict[str, Any]:
         "skipped_records": len(manifest.get("skipped_records", [])),
     }
     for model in models:
-        per_task: list[TaskScore] = []
+        per_task: list[tuple[TaskScore, bool]] = []
         failures: dict[str, int] = {}
         mistakes: dict[str, int] = {}
         cost = 0.0
@@ -912,11 +913,18 @@ def run_summary(store: RunStore) -> dict[str, Any]:
             if judge.failure and judge.failure != "generation_error":
                 failures[judge.failure] = failures.get(judge.failure, 0) + 1
             row = scores.get(judge.id)
-            per_task.append(stored_task_score(row, metrics.get(judge.id, {})))
+            # a failed generation counts as no page: the official generator writes none for it
+            no_page = (row is not None and row.failure == "no_page") or (
+                gen is not None and gen.status == "failed"
+            )
+            per_task.append((stored_task_score(row, metrics.get(judge.id, {})), no_page))
             if row is not None and row.failure and row.failure not in INFRA_FAILURES:
                 mistakes[row.failure] = mistakes.get(row.failure, 0) + 1
-        s = summarise(per_task) if per_task else None
+        s, left_out, hvs_missing = aggregate(per_task, protocol)
         out["models"][model] = {
+            "protocol": protocol.value,
+            "left_out": left_out,
+            "hvs_missing": hvs_missing,
             "tasks": len(task_ids),
             "generated": generated,
             "judged": judged,

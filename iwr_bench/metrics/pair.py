@@ -58,6 +58,8 @@ class ThreadedMetric:
         self._backend = backend
         self._batch = batch
         self.limiter = limiter
+        self.read_text: Callable[[Image.Image], str] | None = None
+        """For an OCR metric: the text it reads from one image (cached), else None."""
 
     @property
     def backend(self) -> Backend:
@@ -142,7 +144,9 @@ def ocr_metric(device: str = "auto", cache_dir: str | None = None) -> ThreadedMe
     def batch(pairs: Sequence[Pair]) -> list[float]:
         return [text_similarity(read(a), read(b)) for a, b in pairs]
 
-    return ThreadedMetric(reader.backend, batch)
+    metric = ThreadedMetric(reader.backend, batch)
+    metric.read_text = read  # eval.json's ``all_ocr_texts`` reads the same (cached) text
+    return metric
 
 
 @register("metric", "dino")

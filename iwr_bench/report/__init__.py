@@ -29,15 +29,18 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
     run = RunData.load(run_dir)
     board = leaderboard(run)
     breakdowns = all_breakdowns(run)
-    write_tables(out, "leaderboard", board, f"Leaderboard: {run_dir.name} (x100)")
-    write_tables(out, "breakdowns", breakdowns, f"Breakdowns: {run_dir.name} (x100)")
     sent: dict[str, dict[str, Any]] = run.manifest.get("sent_settings") or {}
+    label = f"protocol {run.protocol.value}"
+    write_tables(out, "leaderboard", board, f"Leaderboard: {run_dir.name} (x100, {label})")
+    write_tables(out, "breakdowns", breakdowns, f"Breakdowns: {run_dir.name} (x100, {label})")
     summary = {
         "run": run_dir.name,
         "status": run.status,
         "wall_s": round(run.wall_s, 3),
         "tasks": len(run.task_ids),
         "models": run.models,
+        "protocol": run.protocol.value,
+        "left_out": {str(row["model"]): row["left out"] for row in board},
         "judges": run.manifest.get("judges"),
         "policies": run.manifest.get("policies"),
         "metric_backends": run.manifest.get("metric_backends"),
@@ -56,13 +59,13 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
         print_rows(
             console,
             board,
-            f"{run_dir.name}: leaderboard (x100, status {run.status})",
+            f"{run_dir.name}: leaderboard (x100, {label}, status {run.status})",
             skip=("tasks", "judged", "backends", "paper comparable", "cost usd"),
         )
         for name in ("interaction level", "visual level", "domain", "device"):
             rows = [r for r in breakdowns if r["breakdown"] == name]
-            print_rows(console, rows, f"by {name}", skip=("breakdown", "backends"))
-        print_rows(console, action_types(run), "by action type", skip=("breakdown",))
+            print_rows(console, rows, f"by {name} ({label})", skip=("breakdown", "backends"))
+        print_rows(console, action_types(run), f"by action type ({label})", skip=("breakdown",))
         cost = sum(float(row["cost usd"]) for row in board)
         console.print(
             f"status {run.status}, wall time {run.wall_s:.1f} s over all sessions, cost ${cost:.4f}"
@@ -76,6 +79,14 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
         console.print("backends: " + "; ".join(labels))
         for model, settings in sent.items():
             console.print(sent_line(model, settings), markup=False)
+        for row in board:
+            if row["left out"]:
+                console.print(
+                    f"{row['model']}: {row['left out']} task(s) without index.html left out of the means"
+                )
+        notes = sorted({str(row["HVS note"]) for row in board if row["HVS note"]})
+        for note in notes:
+            console.print(f"[bold red]{note}[/]")
         if any(not row["paper comparable"] for row in board):
             console.print(
                 "[bold red]not paper-comparable[/]: substitute metric backends"
@@ -89,9 +100,10 @@ def compare_runs(a_dir: Path, b_dir: Path, out: Path, console: Console | None = 
     """Per-model deltas B - A, with rows whose settings differ flagged as not comparable."""
     a, b = RunData.load(a_dir), RunData.load(b_dir)
     rows = compare(a, b)
-    write_tables(out, "comparison", rows, f"{b_dir.name} - {a_dir.name} (x100)")
+    label = f"protocol {a.protocol.value}" + ("" if a.protocol == b.protocol else f" vs {b.protocol.value}")
+    write_tables(out, "comparison", rows, f"{b_dir.name} - {a_dir.name} (x100, {label})")
     if console is not None:
-        print_rows(console, rows, f"{b_dir.name} minus {a_dir.name} (x100)")
+        print_rows(console, rows, f"{b_dir.name} minus {a_dir.name} (x100, {label})")
         differ = differences(a, b)
         if differ:
             console.print(

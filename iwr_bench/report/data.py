@@ -18,6 +18,7 @@ from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.engine.run import INFRA_FAILURES, stored_pairs, stored_task_score
 from iwr_bench.engine.store import JobRow, RunStore, job_id
 from iwr_bench.metrics.scoring import TaskScore
+from iwr_bench.protocol import EvalProtocol
 
 UNKNOWN = "unknown"
 
@@ -46,6 +47,9 @@ class Result:
     """Folder of eval.json (evidence lives under ``evidence/``)."""
     backends: dict[str, str] = field(default_factory=dict[str, str])
     """Metric -> backend label (substitutes say so)."""
+    no_page: bool = False
+    """The judge found no ``index.html``, or the generation failed (the official generator then writes
+    none): the official protocol leaves such a task out of the means."""
 
 
 @dataclass
@@ -125,9 +129,15 @@ class RunData:
         ids = self.task_ids if task_ids is None else task_ids
         return [r for t in ids if (r := self.results[(model, t)]).judged]
 
+    @property
+    def protocol(self) -> EvalProtocol:
+        """The run's evaluation protocol (runs from before the setting existed: default)."""
+        return EvalProtocol(self.manifest.get("config", {}).get("protocol", "default"))
+
     def setting(self, key: str) -> Any:
-        """A comparable setting from the manifest (judges, metric backends, policies, tasks)."""
+        """A comparable setting from the manifest (protocol, judges, metric backends, policies, tasks)."""
         return {
+            "protocol": self.protocol.value,
             "judges": self.manifest.get("judges"),
             "metric backends": [
                 {k: b.get(k) for k in ("metric", "engine", "model", "weights", "substitute")}
@@ -184,6 +194,7 @@ def _result(
         evaluation=evaluation,
         eval_dir=eval_dir,
         backends=labels.get(judge.id, {}),
+        no_page=(row is not None and row.failure == "no_page") or gen_failed,
     )
 
 

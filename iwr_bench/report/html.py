@@ -22,10 +22,12 @@ from typing import Any
 
 from PIL import Image
 
+from iwr_bench.agents.judge.official import hvs_as_zero
 from iwr_bench.agents.judge.records import ActionRecord
 from iwr_bench.dataset.frames import VideoError, sample_frames
 from iwr_bench.dataset.layout import Task
 from iwr_bench.metrics.hashing import phash_hex
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.data import Result, RunData
 from iwr_bench.report.render import cell, columns
 from iwr_bench.report.tables import Row
@@ -183,6 +185,8 @@ def _pair(run: RunData, r: Result, images: _Images, frames: list[str], moments: 
     info = run.tasks[r.task_id]
     task = info.task
     s = r.score
+    if s is not None and run.protocol == EvalProtocol.official:
+        s = hvs_as_zero(s)  # the official reading: a missing HVS counts 0
     if not r.judged or s is None:
         scores = "not judged"
     else:
@@ -291,8 +295,14 @@ def write_html(
         if substitutes
         else ""
     )
-    if any(row["HVS"] is None for row in board):
-        sub_note += "<p class='sub'>HVS unavailable (no rubric judge): VFS and Final use LVS alone.</p>"
+    for note in sorted({str(row["HVS note"]) for row in board if row.get("HVS note")}):
+        sub_note += f"<p class='sub'>{_e(note)}</p>"
+    for row in board:
+        if row.get("left out"):
+            sub_note += (
+                f"<p class='sub'>{_e(str(row['model']))}: {row['left out']} task(s) without index.html "
+                "left out of the means (official protocol)</p>"
+            )
     plots = "".join(svgs.values())
     tables = "".join(
         f"<h3>{_e(name)}</h3>"
@@ -315,11 +325,11 @@ def write_html(
 <p>status {_e(run.status)} · {len(run.task_ids)} tasks · {len(run.models)} models
 · wall time {run.wall_s:.1f} s
 {"" if run.tasks_found else " · the task set was not found: no levels, checkpoints or video frames"}</p>
-<h2>Leaderboard (x100)</h2>
+<h2>Leaderboard (x100, protocol {_e(run.protocol.value)})</h2>
 {_table(board)}
 {sub_note}
 <details><summary>run settings</summary><pre>{_e(json.dumps(manifest, indent=2, default=str))}</pre></details>
-<h2>Breakdowns</h2>
+<h2>Breakdowns (protocol {_e(run.protocol.value)})</h2>
 <div class="plots">{plots}</div>
 {tables}
 <h2>Tasks and models</h2>

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from iwr_bench.metrics.scoring import summarise
+from iwr_bench.agents.judge.official import HVS_MISSING_DEFAULT, HVS_MISSING_OFFICIAL, aggregate
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.data import RunData, TaskInfo
 
 Row = dict[str, Any]
@@ -53,9 +54,13 @@ def _backends(run: RunData, model: str) -> tuple[str, bool]:
 
 def _means(run: RunData, model: str, task_ids: list[int]) -> Row:
     judged = run.judged(model, task_ids)
-    s = summarise([r.score for r in judged if r.score is not None]) if judged else None
+    s, left_out, hvs_missing = aggregate(
+        [(r.score, r.no_page) for r in judged if r.score is not None], run.protocol
+    )
     return {
         "judged": len(judged),
+        "left out": left_out,
+        "hvs_missing": hvs_missing,
         "LVS": _r(s.lvs) if s else None,
         "HVS": _r(s.hvs) if s else None,
         "IFS": _r(s.ifs) if s else None,
@@ -80,8 +85,9 @@ def leaderboard(run: RunData) -> list[Row]:
         rows.append(
             {
                 "model": model,
+                "protocol": run.protocol.value,
                 "tasks": len(run.task_ids),
-                **{k: v for k, v in means.items() if k != "lvs_only"},
+                **{k: v for k, v in means.items() if k not in ("lvs_only", "hvs_missing")},
                 "failures": dict(sorted(failures.items())),
                 "judge errors": sum(r.judge_errors for r in results),
                 "pages missing": sum(
@@ -92,11 +98,17 @@ def leaderboard(run: RunData) -> list[Row]:
                 ),
                 "cost usd": round(sum(r.cost_usd for r in results), 6),
                 "backends": backends,
-                "paper comparable": not substitute and not means["lvs_only"],
+                "paper comparable": not substitute and not means["hvs_missing"],
+                "HVS note": hvs_note(run.protocol) if means["hvs_missing"] else "",
             }
         )
     rows.sort(key=lambda row: -(row["Final"] if row["Final"] is not None else -1.0))
     return rows
+
+
+def hvs_note(protocol: EvalProtocol) -> str:
+    """What the numbers of a run without a rubric judge mean under ``protocol``."""
+    return HVS_MISSING_OFFICIAL if protocol == EvalProtocol.official else HVS_MISSING_DEFAULT
 
 
 def breakdown(run: RunData, name: str) -> list[Row]:
@@ -117,6 +129,7 @@ def breakdown(run: RunData, name: str) -> list[Row]:
                     "model": model,
                     "tasks": len(groups[group]),
                     "judged": means["judged"],
+                    "left out": means["left out"],
                     "IFS": means["IFS"],
                     "VFS": means["VFS"],
                     "Final": means["Final"],
@@ -164,7 +177,9 @@ def all_breakdowns(run: RunData) -> list[Row]:
     return rows + action_types(run)
 
 
-COMPARED_SETTINGS = ("judges", "metric backends", "policies", "tasks")
+COMPARED_SETTINGS = ("protocol", "judges", "metric backends", "policies", "tasks")
+"""Settings two runs must share for B - A to be shown (a run of one protocol is never subtracted
+from a run of the other)."""
 
 
 def differences(a: RunData, b: RunData) -> list[str]:

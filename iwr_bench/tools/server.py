@@ -4,11 +4,18 @@ Generated HTML refers to assets as ``__PLACEHOLDER_ASSETS_BASE_DIR__/<file>``; r
 that resolves to ``/__PLACEHOLDER_ASSETS_BASE_DIR__/<file>`` on this server, which is answered from
 the assets folder, as is the clean ``/assets/<file>``. Everything else comes from the page's own
 folder. Paths that escape either folder are refused with 404.
+
+Pages written by the official generator point at their assets with a path relative to the page
+folder (``../../../data/data/<id>/assets/<file>``), which a browser normalises to
+``/data/data/<id>/assets/<file>`` on this server. A request whose normalised path ends in
+``assets/<file>`` and that the page folder cannot answer is therefore answered from the assets
+folder too (the part after an ``assets`` segment, under the same no-traversal rule).
 """
 
 from __future__ import annotations
 
 import mimetypes
+import posixpath
 from pathlib import Path
 from types import TracebackType
 
@@ -77,7 +84,21 @@ class PageServer:
                     return None
                 return resolve_inside(self.assets, path[len(prefix) :])
         rel = path.lstrip("/") or self.entry
-        return resolve_inside(self.root, rel)
+        found = resolve_inside(self.root, rel)
+        if found is None and self.assets is not None:
+            found = self._relative_asset(path)
+        return found
+
+    def _relative_asset(self, path: str) -> Path | None:
+        """An asset named by a page-relative path (``.../assets/<file>``), after URL normalisation."""
+        assert self.assets is not None
+        parts = posixpath.normpath("/" + path.lstrip("/")).split("/")
+        for i in range(len(parts) - 2, -1, -1):
+            if parts[i] == "assets":
+                found = resolve_inside(self.assets, "/".join(parts[i + 1 :]))
+                if found is not None:
+                    return found
+        return None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(request.path)

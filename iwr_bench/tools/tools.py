@@ -22,6 +22,8 @@ from iwr_bench.tools.models import ActionResult, Limits, Observation, PageState,
 from iwr_bench.tools.settle import SettleAfter, settle
 
 T = TypeVar("T")
+_WINDOW_SCROLL = "window.scrollBy({left: 0, top: window.innerHeight / 2, behavior: 'instant'})"
+"""The official scroll: the window, down by half its inner height."""
 Direction = Literal["down", "up", "left", "right"]
 
 
@@ -183,6 +185,34 @@ class PageTools:
             scroll_x=float((after["cx"] if is_container else after["docX"]) or 0),
             scroll_y=float((after["cy"] if is_container else after["docY"]) or 0),
         )
+
+    async def scroll_window(self) -> ScrollResult:
+        """The official scripts' scroll: ``window.scrollBy`` down half ``window.innerHeight``, then settle.
+
+        Only the window scrolls (never an inner container); ``moved_px`` is the change of
+        ``window.scrollY``, which the official rule needs above 5 px.
+        """
+
+        async def body() -> ScrollResult:
+            before = float(await self.tab.evaluate("window.scrollY") or 0)
+            await self.tab.evaluate(_WINDOW_SCROLL)
+            after = float(
+                await self.tab.evaluate(
+                    scripts.WAIT_FRAME + ".then(() => window.scrollY)", await_promise=True
+                )
+                or 0
+            )
+            settled = await self._settled("scroll", "down (window, half innerHeight)", "scroll")
+            moved = abs(after - before)
+            return ScrollResult(
+                **settled.model_dump(),
+                moved_px=round(moved, 2),
+                target="document" if moved > 0 else "none",
+                scroll_x=float(await self.tab.evaluate("window.scrollX") or 0),
+                scroll_y=after,
+            )
+
+        return await self._guard("scroll", body)
 
     @staticmethod
     def _moved(

@@ -38,3 +38,31 @@ async def test_serves_page_and_assets_and_refuses_traversal(tmp_path: Path) -> N
         ):
             status, body = await _get(server.origin + path)
             assert status == 404 and "secret" not in body
+
+
+async def test_official_relative_asset_paths_come_from_the_assets_folder(tmp_path: Path) -> None:
+    """``../../../data/data/<id>/assets/<file>`` from a page folder reaches the task's assets."""
+    site = tmp_path / "results" / "7" / "gpt-4o"
+    site.mkdir(parents=True)
+    (site / "index.html").write_text("<p>page</p>", encoding="utf-8")
+    (site / "own.txt").write_text("own", encoding="utf-8")
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    (assets / "logo.txt").write_text("asset", encoding="utf-8")
+    (assets / "own.txt").write_text("from assets", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("secret", encoding="utf-8")
+    async with PageServer(site, assets) as server:
+        assert await _get(f"{server.origin}/data/data/7/assets/logo.txt") == (200, "asset")
+        assert await _get(f"{server.origin}/x/../data/data/7/assets/logo.txt") == (200, "asset")
+        # the page folder answers first; only what it cannot answer falls back to the assets
+        assert await _get(f"{server.origin}/own.txt") == (200, "own")
+        for path in (
+            "/data/data/7/assets/../../../../secret.txt",
+            "/data/assets/%2e%2e/secret.txt",
+            "/data/data/7/assets/",
+            "/data/data/7/assets/missing.png",
+        ):
+            status, body = await _get(server.origin + path)
+            assert status == 404 and "secret" not in body
+    async with PageServer(site) as server:  # no assets folder: nothing to fall back to
+        assert (await _get(f"{server.origin}/data/data/7/assets/logo.txt"))[0] == 404

@@ -1,15 +1,22 @@
-"""Score a replay: visual pairs against the checkpoints, IFS/LVS/HVS/VFS/Final, and eval.json."""
+"""Score a replay: visual pairs against the checkpoints, IFS/LVS/HVS/VFS/Final, and eval.json.
+
+``eval.json`` is a strict superset of the official file (see :class:`Evaluation`).
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
+import anyio.to_thread
+from PIL import Image
 from pydantic import BaseModel, Field
 
+from iwr_bench.agents.judge.official import assertion_entry, counted_pairs, hvs_as_zero, official_pair_states
 from iwr_bench.agents.judge.records import Replay
 from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
@@ -17,8 +24,9 @@ from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.hashing import as_image
 from iwr_bench.metrics.pair import PairMetric
 from iwr_bench.metrics.scoring import PairScore, TaskScore
+from iwr_bench.protocol import EvalProtocol
 
-EVAL_VERSION = 1
+EVAL_VERSION = 2
 
 
 class VisualMetrics(BaseModel):
@@ -35,7 +43,17 @@ class VisualMetrics(BaseModel):
 
 
 class Evaluation(BaseModel):
-    """Everything judged about one (task, model) page; written as eval.json."""
+    """Everything judged about one (task, model) page; written as eval.json.
+
+    A strict superset of the official ``eval.json`` (protocol.md section 6): the official fields
+    keep their names, shapes and meaning, so the official reporting reads this file as is; our
+    own fields sit beside them under names of their own. All paths are relative to the folder
+    that holds ``eval.json``.
+
+    Without a rubric judge, ``all_mllm_scores`` and ``all_mllm_res`` are empty and ``mllm_score``
+    is 0, the representation under which the official aggregation runs (it then counts HVS as 0);
+    ``hvs_available`` is false, and our own ``hvs`` is None.
+    """
 
     version: int = EVAL_VERSION
     """Format version of this record."""
@@ -43,37 +61,64 @@ class Evaluation(BaseModel):
     """Task id."""
     model: str
     """Generator the page came from."""
+    protocol: EvalProtocol = EvalProtocol.default
+    """Protocol the page was judged under (decides which states are scored)."""
     total_step: int
-    """Official field: number of actions."""
+    """Official: number of actions."""
     success_step: int
-    """Official field: length of the successful prefix."""
-    screenshots: dict[int, str] = Field(default_factory=dict)
-    """Official field: scored step -> evalpoints file (relative to this record)."""
-    all_ocr_scores: list[float] = Field(default_factory=list)
-    """Official field: OCR similarity per scored pair."""
-    all_dino_scores: list[float] = Field(default_factory=list)
-    """Official field: DINO (or substitute) similarity per scored pair."""
-    all_mllm_scores: list[float | None] = Field(default_factory=list)
-    """Official field: rubric score / 100 per pair; None where no rubric judge ran."""
-    assertion_results: list[dict[str, Any]] = Field(default_factory=list)
-    """Official field: per asserted action, the verdict and reasoning."""
+    """Official: length of the successful prefix."""
+    screenshot_paths_to_eval: list[str] = Field(default_factory=list[str])
+    """Official: the scored replay screenshots in pair order, relative to the folder of eval.json
+    (``evalpoints/<k>.png``, the state after k executed actions)."""
+    all_mllm_scores: list[float] = Field(default_factory=list[float])
+    """Official: rubric score / 100 per pair (0-1; an unusable answer is 0); empty without a rubric judge."""
+    all_dino_scores: list[float] = Field(default_factory=list[float])
+    """Official: DINO (or labelled substitute) similarity per pair."""
+    all_ocr_scores: list[float] = Field(default_factory=list[float])
+    """Official: OCR similarity per pair."""
+    all_avg_scores: list[float] = Field(default_factory=list[float])
+    """Official: (mllm + dino + ocr) / 3 per pair; empty when any of the three lists is empty."""
+    mllm_score: float = 0.0
+    """Official: mean of ``all_mllm_scores`` (0 for an empty list)."""
+    dino_score: float = 0.0
+    """Official: mean of ``all_dino_scores`` (0 for an empty list)."""
+    ocr_score: float = 0.0
+    """Official: mean of ``all_ocr_scores`` (0 for an empty list)."""
+    avg_score: float = 0.0
+    """Official: mean of ``all_avg_scores`` (0 for an empty list)."""
+    all_mllm_res: list[str] = Field(default_factory=list[str])
+    """Official: the rubric judge's answer per pair, as text ending in ``Score: <n>/100``."""
+    all_ocr_texts: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
+    """Official: per pair ``{"checkpoint_text", "screenshot_text", "similarity"}`` (empty when the OCR
+    backend does not expose its text)."""
+    assertion_results: list[dict[str, Any] | None] = Field(default_factory=list[dict[str, Any] | None])
+    """Official: one entry per action, None where no assertion was checked, else
+    ``{"result": "Yes"|"No"|"Error", ...}`` (see :func:`~iwr_bench.agents.judge.official.assertion_entry`)."""
+    scored_steps: list[int] = Field(default_factory=list[int])
+    """Ours: per pair, the replay state k (0 = initial, k = after k executed actions)."""
+    pair_checkpoints: list[str] = Field(default_factory=list[str])
+    """Ours: per pair, the reference checkpoint (file name inside the task's ``checkpoints/``)."""
+    counted_pairs: int = 0
+    """Ours: pairs that enter the scores (official: the first ``success_step + 1``; default: all)."""
+    hvs_available: bool = False
+    """Ours: a rubric judge scored the pairs (False: ``all_mllm_scores`` is empty, HVS is missing)."""
     ifs: float
     """Interaction fidelity (0-1)."""
     lvs: float
-    """Mean LVS (0-1)."""
+    """Mean LVS over the counted pairs (0-1)."""
     hvs: float | None
     """Mean HVS (0-1), None when unavailable."""
     vfs: float
-    """Visual fidelity (0-1; LVS alone when ``lvs_only``)."""
+    """Visual fidelity (0-1): without HVS, LVS alone (default) or 0.5 LVS (official, HVS counted 0)."""
     final: float
     """0.7 IFS + 0.3 VFS (0-1)."""
     lvs_only: bool
-    """VFS uses LVS alone (no rubric judge): not paper-comparable."""
+    """No rubric judge ran: VFS is not paper-comparable."""
     backends: list[Backend]
     """Metric backends behind the numbers."""
     rubric_judge: str | None = None
     """Rubric judge behind ``all_mllm_scores`` (None: HVS unavailable)."""
-    rubric_results: list[RubricResult] = Field(default_factory=list)
+    rubric_results: list[RubricResult] = Field(default_factory=list[RubricResult])
     """Per scored pair, the rubric parts and the judge's reasoning."""
     rubric_errors: int = 0
     """Rubric answers unusable after the retries (each scored 0)."""
@@ -81,12 +126,22 @@ class Evaluation(BaseModel):
     """Per-action evidence and verdicts."""
 
     @property
+    def pair_keys(self) -> list[int]:
+        """A unique key per pair for the store: the state k (default) or the pair's checkpoint
+        number k (official, where one state can be listed twice)."""
+        if self.protocol == EvalProtocol.official:
+            return list(range(len(self.scored_steps)))
+        return list(self.scored_steps)
+
+    @property
     def score(self) -> TaskScore:
-        """The numbers as a :class:`TaskScore`."""
+        """The numbers as a :class:`TaskScore` over the counted pairs (HVS None when unavailable)."""
+        n = self.counted_pairs
+        hvs: list[float | None] = list(self.all_mllm_scores[:n]) if self.hvs_available else [None] * n
         pairs = [
             PairScore(step=step, ocr=o, dino=d, hvs=h)
             for step, o, d, h in zip(
-                self.screenshots, self.all_ocr_scores, self.all_dino_scores, self.all_mllm_scores, strict=True
+                self.pair_keys[:n], self.all_ocr_scores[:n], self.all_dino_scores[:n], hvs, strict=True
             )
         ]
         return TaskScore(total_steps=self.total_step, success_steps=self.success_step, pairs=pairs)
@@ -102,11 +157,28 @@ def scored_pairs(task: Task, replay: Replay) -> list[tuple[int, Path, str]]:
     return out
 
 
+def protocol_pairs(task: Task, replay: Replay, protocol: EvalProtocol) -> list[tuple[int, Path, str]]:
+    """The scored pairs under ``protocol``: (state k, checkpoint, evidence file of state k)."""
+    if protocol == EvalProtocol.official:
+        return [(k, cp, f"step_{k}.png") for k, cp in official_pair_states(task, replay)]
+    return scored_pairs(task, replay)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
 async def evaluate(
-    task: Task, model: str, replay: Replay, evidence: Path, out: Path, metrics: VisualMetrics
+    task: Task,
+    model: str,
+    replay: Replay,
+    evidence: Path,
+    out: Path,
+    metrics: VisualMetrics,
+    protocol: EvalProtocol = EvalProtocol.default,
 ) -> Evaluation:
-    """Score a replay and write ``out/eval.json`` and ``out/evalpoints/<step>.png``."""
-    pairs = scored_pairs(task, replay)
+    """Score a replay and write ``out/eval.json`` and ``out/evalpoints/<k>.png`` (every executed state)."""
+    pairs = protocol_pairs(task, replay, protocol)
     images = [(as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs]
     ocr_metric: PairMetric = metrics.ocr
     dino_metric: PairMetric = metrics.dino
@@ -114,45 +186,51 @@ async def evaluate(
     # was computed in, and a resumed run batches differently; the scores must not.
     ocr = [round(v, 6) for v in await ocr_metric(images)]
     dino = [round(v, 6) for v in await dino_metric(images)]
+    texts = await _ocr_texts(ocr_metric, images, ocr)
     rubric_results = await _rubric(metrics.rubric, pairs, evidence)
-    hvs = [None if r is None else round(r.score / 100, 6) for r in rubric_results]
-    points = out / "evalpoints"
-    points.mkdir(parents=True, exist_ok=True)
-    shots: dict[int, str] = {}
-    for step, _, shot in pairs:
-        shutil.copyfile(evidence / shot, points / f"{step}.png")
-        shots[step] = f"evalpoints/{step}.png"
+    available = metrics.rubric is not None
+    mllm = [round(r.score / 100, 6) for r in rubric_results if r is not None]
+    _write_evalpoints(evidence, out / "evalpoints", replay)
+    official = protocol == EvalProtocol.official
+    counted = counted_pairs(len(pairs), replay.success_steps) if official else len(pairs)
+    keys = list(range(counted)) if official else [k for k, _, _ in pairs[:counted]]
+    hvs: list[float | None] = list(mllm[:counted]) if available else [None] * counted
     score = TaskScore(
         total_steps=replay.total_steps,
         success_steps=replay.success_steps,
         pairs=[
-            PairScore(step=s, ocr=o, dino=d, hvs=h)
-            for (s, _, _), o, d, h in zip(pairs, ocr, dino, hvs, strict=True)
+            PairScore(step=k, ocr=o, dino=d, hvs=h) for k, o, d, h in zip(keys, ocr, dino, hvs, strict=False)
         ],
     )
+    shown = hvs_as_zero(score) if protocol == EvalProtocol.official else score
+    avg = [(m + d + o) / 3 for m, d, o in zip(mllm, dino, ocr, strict=True)] if mllm and dino and ocr else []
     evaluation = Evaluation(
         task_id=task.id,
         model=model,
+        protocol=protocol,
         total_step=replay.total_steps,
         success_step=replay.success_steps,
-        screenshots=shots,
-        all_ocr_scores=ocr,
+        screenshot_paths_to_eval=[f"evalpoints/{k}.png" for k, _, _ in pairs],
+        all_mllm_scores=mllm,
         all_dino_scores=dino,
-        all_mllm_scores=hvs,
-        assertion_results=[
-            {
-                "index": a.index,
-                "assertion": task.record.action_sequence[a.index].logical_assertion,
-                **a.assertion.model_dump(),
-            }
-            for a in replay.actions
-            if a.assertion is not None
-        ],
+        all_ocr_scores=ocr,
+        all_avg_scores=avg,
+        mllm_score=_mean(mllm),
+        dino_score=_mean(dino),
+        ocr_score=_mean(ocr),
+        avg_score=_mean(avg),
+        all_mllm_res=[_raw_answer(r) for r in rubric_results if r is not None],
+        all_ocr_texts=texts,
+        assertion_results=_assertion_results(task, replay),
+        scored_steps=[k for k, _, _ in pairs],
+        pair_checkpoints=[cp.name for _, cp, _ in pairs],
+        counted_pairs=counted,
+        hvs_available=available,
         ifs=score.ifs,
         lvs=score.lvs,
         hvs=score.hvs,
-        vfs=score.vfs,
-        final=score.final,
+        vfs=shown.vfs,
+        final=shown.final,
         lvs_only=score.lvs_only,
         backends=[ocr_metric.backend, dino_metric.backend, *_rubric_backend(metrics.rubric)],
         rubric_judge=None if metrics.rubric is None else metrics.rubric.name,
@@ -164,6 +242,58 @@ async def evaluate(
     tmp.write_text(json.dumps(evaluation.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
     tmp.replace(out / "eval.json")
     return evaluation
+
+
+def _assertion_results(task: Task, replay: Replay) -> list[dict[str, Any] | None]:
+    by_index = {a.index: a for a in replay.actions}
+    return [
+        assertion_entry(task, by_index[i]) if i in by_index else None
+        for i in range(len(task.record.action_sequence))
+    ]
+
+
+def _write_evalpoints(evidence: Path, points: Path, replay: Replay) -> None:
+    """Copy every executed state ``evidence/step_<k>.png`` to ``evalpoints/<k>.png`` (the official layout)."""
+    points.mkdir(parents=True, exist_ok=True)
+    for k in range(replay.total_steps + 1):
+        shot = evidence / f"step_{k}.png"
+        if not shot.is_file():
+            break
+        shutil.copyfile(shot, points / f"{k}.png")
+
+
+def _raw_answer(result: RubricResult) -> str:
+    """The rubric answer as the official parser reads it (``Score: <n>/100`` at the end)."""
+    parts = ", ".join(f"{name} {points}" for name, points in result.parts.items())
+    return f"{result.reasoning}\n{parts}\nScore: {round(result.score)}/100".lstrip("\n")
+
+
+def _text_reader(metric: Any) -> Callable[[Image.Image], str] | None:
+    """The OCR backend's text reader, found through wrapping metrics (``.inner``), if it has one."""
+    seen = 0
+    while metric is not None and seen < 10:
+        reader = getattr(metric, "read_text", None)
+        if callable(reader):
+            return cast("Callable[[Image.Image], str]", reader)
+        metric = getattr(metric, "inner", None)
+        seen += 1
+    return None
+
+
+async def _ocr_texts(
+    metric: Any, images: list[tuple[Image.Image, Image.Image]], similarity: list[float]
+) -> list[dict[str, Any]]:
+    reader = _text_reader(metric)
+    if reader is None or not images:
+        return []
+
+    def read_all() -> list[dict[str, Any]]:
+        return [
+            {"checkpoint_text": reader(a), "screenshot_text": reader(b), "similarity": s}
+            for (a, b), s in zip(images, similarity, strict=True)
+        ]
+
+    return await anyio.to_thread.run_sync(read_all)
 
 
 async def _rubric(

@@ -4,6 +4,20 @@ Actions run in order; the first one that cannot be performed, or whose logical a
 answered "no", ends the successful prefix and every later action counts as failed. Screenshots of
 the initial state and of the state after every action are written to the evidence folder before
 the record that names them is returned.
+
+Under ``protocol="official"`` (protocol.md section 6) four rules change, each on its own:
+
+- Scroll always scrolls the window down by half ``window.innerHeight`` and succeeds iff
+  ``window.scrollY`` moved more than 5 px (no scroll container is looked for, ``direction`` is
+  ignored).
+- Press succeeds whenever a key is sent: a key name our key table does not know is sent as a raw
+  key event instead of failing. (An action that names no key at all, in ``key`` or in its
+  description, still fails: no key is sent.)
+- An assertion answered "error" or "undetermined" counts as a pass, whatever the run's policies say.
+- Type enters the text the grounder read from the description (``Grounding.text``), not
+  ``parameters.text``.
+
+The fixed waits of the official scripts are a property of the page pool (``SettleConfig``).
 """
 
 from __future__ import annotations
@@ -25,6 +39,7 @@ from iwr_bench.agents.judge.records import (
 )
 from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import Action, pressed_key, scroll_direction, typed_text
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.tools.errors import PageFailure, ToolRetry
 from iwr_bench.tools.models import PageSpec, Viewport
 from iwr_bench.tools.pool import PagePool
@@ -44,6 +59,8 @@ class ExecutorConfig(BaseModel):
     """A scroll succeeds only if the page moved more than this."""
     retries_on_stale: int = 1
     """Re-observe and retry this many times when an element list went stale."""
+    protocol: EvalProtocol = EvalProtocol.default
+    """``official``: the official scripts' scroll, press, assertion and typed-text rules (module doc)."""
 
 
 class _Failed(Exception):
@@ -151,25 +168,15 @@ class Executor:
             undetermined=undetermined,
         )
 
+    @property
+    def official(self) -> bool:
+        """Whether the official scripts' rules apply."""
+        return self.config.protocol == EvalProtocol.official
+
     async def _perform(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
         match action.type:
             case "Click" | "Type":
-                text = typed_text(action) if action.type == "Type" else None
-                if action.type == "Type" and text is None:
-                    raise _Failed("action_error", "the Type action gives no text to type")
-                for attempt in range(self.config.retries_on_stale + 1):
-                    index = await self._ground(tools, action, record)
-                    try:
-                        if text is None:
-                            record.tool_calls.append(f"click({index})")
-                            await tools.click(index)
-                        else:
-                            record.tool_calls.append(f"type({index}, {text!r})")
-                            await tools.type(index, text)
-                        return
-                    except ToolRetry as exc:
-                        if attempt == self.config.retries_on_stale:
-                            raise _Failed("action_error", str(exc)) from exc
+                await self._click_or_type(tools, action, record)
             case "Press":
                 key = pressed_key(action)
                 if key is None:
@@ -178,14 +185,46 @@ class Executor:
                 try:
                     await tools.press(key)
                 except ToolRetry as exc:
-                    raise _Failed("action_error", str(exc)) from exc
+                    if not self.official:
+                        raise _Failed("action_error", str(exc)) from exc
+                    await _press_raw(tools, key)  # official: a key sent is a key pressed
+                    record.tool_calls.append(f"press_raw({key!r})")
             case "Scroll":
-                direction = scroll_direction(action) or "down"
-                record.tool_calls.append(f"scroll({direction!r})")
-                result = await tools.scroll(direction)
+                if self.official:
+                    record.tool_calls.append("scroll_window()")
+                    result = await tools.scroll_window()
+                else:
+                    direction = scroll_direction(action) or "down"
+                    record.tool_calls.append(f"scroll({direction!r})")
+                    result = await tools.scroll(direction)
                 record.scroll_moved_px = result.moved_px
                 if result.moved_px <= self.config.scroll_min_px:
                     raise _Failed("no_scroll", f"the page moved {result.moved_px:g} px (needs > 5)")
+            case _:  # kept by the loader, as the official scripts keep it: it fails here
+                raise _Failed("action_error", f"unknown action type {action.type!r}")
+
+    async def _click_or_type(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
+        typing = action.type == "Type"
+        text = typed_text(action) if typing and not self.official else None
+        if typing and not self.official and text is None:
+            raise _Failed("action_error", "the Type action gives no text to type")
+        for attempt in range(self.config.retries_on_stale + 1):
+            index = await self._ground(tools, action, record)
+            if typing and self.official:
+                text = record.grounding.text if record.grounding else None
+                if text is None:
+                    raise _Failed("action_error", "the grounder found no text to type in the description")
+            try:
+                if text is None:
+                    record.tool_calls.append(f"click({index})")
+                    await tools.click(index)
+                else:
+                    record.tool_calls.append(f"type({index}, {text!r})")
+                    await tools.type(index, text)
+                return
+            except ToolRetry as exc:
+                if attempt == self.config.retries_on_stale:
+                    raise _Failed("action_error", str(exc)) from exc
 
     async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
         observation = await tools.observe()
@@ -241,7 +280,9 @@ class Executor:
             {"index": record.index, "assertion": action.logical_assertion, **verdict.model_dump()},
         )
         passed = verdict.verdict == "yes"
-        if verdict.verdict == "error":
+        if self.official and verdict.verdict in ("error", "undetermined"):
+            passed = True  # the official scripts count an "Error" answer as a pass
+        elif verdict.verdict == "error":
             passed = self.config.judge_error_policy == "pass"
         elif verdict.verdict == "undetermined":
             passed = self.config.undetermined_policy == "pass"
@@ -249,6 +290,13 @@ class Executor:
             failure: FailureClass = "judge_error" if verdict.verdict == "error" else "assertion_failed"
             raise _Failed(failure, f"{verdict.verdict}: {verdict.reasoning}")
         return verdict.verdict
+
+
+async def _press_raw(tools: PageTools, key: str) -> None:
+    """Send ``key`` as a bare key-down/key-up pair (a name the key table does not know), then settle."""
+    await tools.tab.key("rawKeyDown", {"key": key})
+    await tools.tab.key("keyUp", {"key": key})
+    await tools.wait_settled("action")
 
 
 def _checkpoint(task: Task, index: int) -> str | None:
