@@ -65,7 +65,9 @@ async def test_visible_text_leaves_out_what_a_person_cannot_see(
     assert seen.text.splitlines() == texts
 
 
-async def test_visible_text_leaves_the_page_as_it_was(pool: PagePool, write_page: Callable[..., Path]) -> None:
+async def test_visible_text_leaves_the_page_as_it_was(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
     html = '<p style="pointer-events:none" id="p">x</p><script>window.n = 0;</script>'
     async with pool.page(PageSpec(page=str(write_page(html)))) as tools:
         await tools.visible_text()

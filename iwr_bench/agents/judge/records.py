@@ -7,6 +7,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, Field
 
 from iwr_bench.agents.grounding import Grounding
+from iwr_bench.tools.models import VisibleText
 
 FailureClass = Literal[
     "element_not_found",
@@ -37,6 +38,10 @@ class AssertionRequest(BaseModel):
     """Visible page text before, when the judge has it."""
     after_text: str | None = None
     """Visible page text after."""
+    before_visible: VisibleText | None = None
+    """Text a person could see before the action (``visible_text``: hidden and covered text left out)."""
+    after_visible: VisibleText | None = None
+    """Text a person can see after the action."""
 
 
 class AssertionVerdict(BaseModel):
