@@ -281,9 +281,11 @@ class TextRun(BaseModel):
     tag: str = ""
     """Lower-case tag name of the block."""
     containers: list[int] = []
-    """Ids of the block's ancestors, nearest first (up to four), to find its neighbours."""
+    """Ids of the block itself and its ancestors, nearest first (up to five), to find its neighbours."""
     box: BoundingBox
     """Union of the visible parts, in viewport pixels."""
+    on_screen: bool = True
+    """Inside the viewport and on top; False for text on the page that only scrolling would show."""
 
 
 class VisibleText(BaseModel):
@@ -292,6 +294,6 @@ class VisibleText(BaseModel):
     runs: list[TextRun]
     """Visible text runs."""
     text: str
-    """The runs' texts joined by newlines."""
+    """The on-screen runs' texts joined by newlines."""
     truncated: bool = False
     """True when the page held more text than the limits."""

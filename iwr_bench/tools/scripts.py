@@ -267,22 +267,31 @@ _VISIBLE_TEXT = r"""
     }
     return false;
   };
-  const clipBox = (el, r) => {  // r intersected with the overflow clips of el's ancestors
-    let { left, top, right, bottom } = r;
+  const meet = (a, b) => ({ left: Math.max(a.left, b.left), top: Math.max(a.top, b.top),
+                            right: Math.min(a.right, b.right), bottom: Math.min(a.bottom, b.bottom) });
+  const big = (c, r) => c.right - c.left >= Math.min(2, r.width) && c.bottom - c.top >= r.height * 0.5;
+  const clips = (el, r) => {  // r cut by hidden overflow (for good) and by scrollers and the viewport
+    let kept = { left: r.left, top: r.top, right: r.right, bottom: r.bottom }, seen = kept;
     for (let a = el.parentElement; a && a !== document.documentElement; a = a.parentElement) {
       const s = style(a);
-      if (s.overflowX === 'visible' && s.overflowY === 'visible' && s.clip === 'auto') continue;
+      const x = s.overflowX !== 'visible' || s.clip !== 'auto';
+      const y = s.overflowY !== 'visible' || s.clip !== 'auto';
+      if (!x && !y) continue;
       const c = a.getBoundingClientRect();
-      if (s.overflowX !== 'visible' || s.clip !== 'auto') {
-        left = Math.max(left, c.left); right = Math.min(right, c.right);
-      }
-      if (s.overflowY !== 'visible' || s.clip !== 'auto') {
-        top = Math.max(top, c.top); bottom = Math.min(bottom, c.bottom);
-      }
+      const box = { left: x ? c.left : -Infinity, right: x ? c.right : Infinity,
+                    top: y ? c.top : -Infinity, bottom: y ? c.bottom : Infinity };
+      const scrolls = /auto|scroll|overlay/.test(s.overflowX + s.overflowY) && s.clip === 'auto';
+      if (!scrolls) kept = meet(kept, box);
+      seen = meet(seen, box);
     }
-    return { left: Math.max(left, 0), top: Math.max(top, 0), right: Math.min(right, W),
-             bottom: Math.min(bottom, H) };
+    seen = meet(meet(seen, kept), { left: 0, top: 0, right: W, bottom: H });
+    return { kept, seen };
   };
+  const grow = (b, c) => !b ? c : { left: Math.min(b.left, c.left), top: Math.min(b.top, c.top),
+                                    right: Math.max(b.right, c.right), bottom: Math.max(b.bottom, c.bottom) };
+  const doc = document.scrollingElement || document.documentElement;
+  const reachable = (c) => c.right + scrollX > 0 && c.bottom + scrollY > 0 &&
+    c.left + scrollX < doc.scrollWidth && c.top + scrollY < doc.scrollHeight;
   const onTop = (el, x, y) => {  // nothing that paints covers el at (x, y)
     for (const e of document.elementsFromPoint(x, y)) {
       if (e === el || el.contains(e)) return true;
@@ -316,7 +325,7 @@ _VISIBLE_TEXT = r"""
     const s = bits.join(' < ');
     return s.length > 160 ? s.slice(0, 159) + '\u2026' : s;
   };
-  const runs = [], byEl = new Map();
+  const runs = [], byEl = new Map(), offEl = new Map();
   let truncated = false, nodes = 0;
   const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
@@ -329,30 +338,30 @@ _VISIBLE_TEXT = r"""
       if (!el || ['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TITLE'].includes(el.tagName)) continue;
       if (!shown(el) || cumOpacity(el) <= 0.05 || !fillAlpha(el)) continue;
       range.selectNodeContents(n);
-      let box = null;
-      const rects = Array.from(range.getClientRects()).slice(0, 6);
-      for (const r of rects) {
+      let box = null, off = null;
+      for (const r of Array.from(range.getClientRects()).slice(0, 6)) {
         if (r.width < 1 || r.height < 1) continue;
-        const c = clipBox(el, r);
-        if (c.right - c.left < Math.min(2, r.width) || c.bottom - c.top < r.height * 0.5) continue;
-        if (!onTop(el, (c.left + c.right) / 2, (c.top + c.bottom) / 2)) continue;
-        box = box ? { left: Math.min(box.left, c.left), top: Math.min(box.top, c.top),
-                      right: Math.max(box.right, c.right), bottom: Math.max(box.bottom, c.bottom) } : c;
+        const { kept, seen } = clips(el, r);
+        if (!big(kept, r)) continue;  // clipped away for good
+        if (big(seen, r)) {
+          if (onTop(el, (seen.left + seen.right) / 2, (seen.top + seen.bottom) / 2)) box = grow(box, seen);
+        } else if (reachable(kept)) {
+          off = grow(off, kept);  // on the page, but scrolled out of view
+        }
       }
-      if (!box) continue;
-      const owner = container(el);
-      let run = byEl.get(owner);
+      if (!box && !off) continue;
+      const owner = container(el), onScreen = box !== null;
+      const key = onScreen ? byEl : offEl;
+      let run = key.get(owner);
       if (!run) {
         if (runs.length >= MAXRUNS) { truncated = true; break; }
         const path = [];
-        for (let a = owner.parentElement, k = 0; a && k < 4; a = a.parentElement, k++) path.push(idOf(a));
+        for (let a = owner, k = 0; a && k < 5; a = a.parentElement, k++) path.push(idOf(a));
         run = { text: '', label: describe(owner), tag: owner.tagName.toLowerCase(), containers: path,
-                b: box };
-        byEl.set(owner, run); runs.push(run);
+                b: box || off, on_screen: onScreen };
+        key.set(owner, run); runs.push(run);
       } else {
-        const b = run.b;
-        run.b = { left: Math.min(b.left, box.left), top: Math.min(b.top, box.top),
-                  right: Math.max(b.right, box.right), bottom: Math.max(b.bottom, box.bottom) };
+        run.b = grow(run.b, box || off);
       }
       run.text += raw;
     }
@@ -370,10 +379,10 @@ _VISIBLE_TEXT = r"""
     }
     if (!text) break;
     total += text.length + 1;
-    out.push({ text, label: r.label, tag: r.tag, containers: r.containers,
+    out.push({ text, label: r.label, tag: r.tag, containers: r.containers, on_screen: r.on_screen,
                box: { x: r.b.left, y: r.b.top, width: r.b.right - r.b.left, height: r.b.bottom - r.b.top } });
   }
-  return { runs: out, text: out.map((r) => r.text).join('\n'), truncated };
+  return { runs: out, text: out.filter((r) => r.on_screen).map((r) => r.text).join('\n'), truncated };
 })()
 """
 

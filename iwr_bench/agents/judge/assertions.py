@@ -60,11 +60,16 @@ class Screen:
 
     text: str | None
     runs: list[TextRun] | None = None
+    offscreen: str = ""
+    """Text on the page that only scrolling would bring into view."""
 
     @classmethod
     def of(cls, seen: VisibleText | None, text: str | None) -> Screen:
         """The visible text when given, else the plain page text."""
-        return cls(seen.text, seen.runs) if seen is not None else cls(text)
+        if seen is None:
+            return cls(text)
+        off = "\n".join(r.text for r in seen.runs if not r.on_screen)
+        return cls(seen.text, [r for r in seen.runs if r.on_screen], off)
 
 
 class HeuristicAssertionJudge:
@@ -113,9 +118,11 @@ def decide(
             return _v("no", "nothing on the page changed after the action")
         why = "no quoted text or number to check" if not claims else "no page text to check against"
         return _v("undetermined", f"{why}; the page did change")
-    failures = [note for claim in claims if (note := _check(claim, old, new)) is not None]
+    results = [_check(claim, old, new) for claim in claims]
+    failures = [note for kind, note in results if kind == "no"]
     if failures:
         return _v("no", "; ".join(failures))
+    unsure = [note for kind, note in results if kind == "undetermined"]
     shown = [c.token for c in claims if not c.gone]
     listed = ", ".join(repr(c.token) for c in claims)
     if (
@@ -126,29 +133,39 @@ def decide(
         and all(contains(old.text or "", t) for t in shown)
     ):
         return _v("no", f"already shown before and nothing changed: {listed}")
-    if parsed.unchecked:
-        rest = "; ".join(repr(u) for u in parsed.unchecked)
-        return _v("undetermined", f"holds: {listed}; cannot be checked from the screen's text: {rest}")
+    if unsure or parsed.unchecked:
+        rest = "; ".join(
+            [*unsure, *(f"cannot be checked from the screen's text: {u!r}" for u in parsed.unchecked)]
+        )
+        return _v("undetermined", f"claims checked hold ({listed}) but {rest}")
     if not shown:
         return _v("yes", f"no longer shown after the action: {listed}")
     return _v("yes", f"shown after the action: {listed}")
 
 
-def _check(claim: Claim, old: Screen, new: Screen) -> str | None:
-    """Why ``claim`` fails on the screens, or None when it holds."""
+def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:
+    """("ok" | "no" | "undetermined", why) for ``claim`` on the screens."""
     token, after = claim.token, new.text or ""
     if claim.gone:
-        still = contains(after, token)
-        return f"expected gone, but still shown after the action: {token!r}" if still else None
+        if contains(after, token):
+            return "no", f"expected gone, but still shown after the action: {token!r}"
+        if contains(new.offscreen, token):
+            return "undetermined", f"{token!r} is still on the page, outside the viewport"
+        return "ok", ""
     scope, subject = _scope(claim, new.runs), " ".join(claim.subject)
     where = after if scope is None else "\n".join(r.text for r in scope)
     if not contains(where, token):
         if scope is not None and contains(after, token):
-            return f"the {subject} shows {_short(where)!r}, not {token!r} ({token!r} is shown elsewhere)"
-        return f"not shown after the action: {token!r}"
+            return (
+                "no",
+                f"the {subject} shows {_short(where)!r}, not {token!r} ({token!r} is shown elsewhere)",
+            )
+        if contains(new.offscreen, token):
+            return "undetermined", f"{token!r} is on the page but outside the viewport"
+        return "no", f"not shown after the action: {token!r}"
     if claim.change and not _is_new(claim, old, new, scope):
-        return f"{token!r} was already shown before the action, so it is not what changed"
-    return None
+        return "no", f"{token!r} was already shown before the action, so it is not what changed"
+    return "ok", ""
 
 
 def _is_new(claim: Claim, old: Screen, new: Screen, scope: list[TextRun] | None) -> bool:
