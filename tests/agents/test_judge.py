@@ -99,7 +99,10 @@ def test_assertion_rules() -> None:
     mixed = "the name error disappears and the summary reads 'Fix 1 error'"
     # the error's going away names no text to check: the quoted part holds, the rest cannot be told
     assert decide(mixed, "Name needed. Fix 2 errors", "Fix 1 error", changed=True).verdict == "undetermined"
-    assert decide("the summary reads 'Fix 1 error'", "Fix 2 errors", "Fix 1 error", changed=True).verdict == "yes"
+    assert (
+        decide("the summary reads 'Fix 1 error'", "Fix 2 errors", "Fix 1 error", changed=True).verdict
+        == "yes"
+    )
     assert decide("a message 'Saved' appears", "x", "Saved!", changed=True).verdict == "yes"
     assert decide("a message 'Saved' appears", "x", "nothing", changed=True).verdict == "no"
     assert (

@@ -89,7 +89,7 @@ def parse(assertion: str) -> Parsed:
         if found:
             claims.extend(found)
         elif _says_something(clause):
-            unchecked.append(clause.strip(" .:"))
+            unchecked.append(clause.strip(" .:,;"))
     return Parsed(claims, unchecked)
 
 
@@ -112,7 +112,7 @@ def _claims_in(assertion: str, start: int, end: int) -> list[Claim]:
             continue
         claim = Claim(token, clause, bool(quoted), gone=gone, change=change and not gone)
         if claim.bare:
-            claim.subject = _subject(low[: m.start()])
+            claim.subject = _subject(low[: m.start()]) or _kind(low[: m.start()], low[m.end() :])
         out.append(claim)
     return out
 
@@ -125,6 +125,14 @@ def _subject(head: str) -> list[str]:
     words = [w for w in re.findall(r"[a-z][a-z0-9]+", match.group(1)) if w not in _STOP]
     named = [w for w in words if w not in GENERIC]
     return named or words
+
+
+def _kind(head: str, tail: str) -> list[str]:
+    """The noun right after "a|an <value>" ("a 4 tile", "an 8 tile"): the kind of element showing it."""
+    noun = re.match(r"[\s-]+([a-z]{3,})\b", tail)
+    if noun is None or not re.search(r"\b(?:a|an)\s*$", head) or noun.group(1) in _STOP:
+        return []
+    return [noun.group(1)]
 
 
 def _says_something(clause: str) -> bool:
