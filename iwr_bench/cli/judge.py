@@ -12,6 +12,7 @@ from rich.table import Table
 
 from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
+from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.engine.config import JudgeSettings
@@ -128,10 +129,18 @@ async def _judge_all(
     return results
 
 
+def _undetermined(rows: list[Evaluation]) -> str:
+    """The share of a model's judged assertions the judge could not decide."""
+    rate = undetermined_rate(
+        a.assertion.verdict if a.assertion else None for r in rows for a in r.replay.actions
+    )
+    return "-" if rate is None else f"{100 * rate:.0f}%"
+
+
 def _print_summary(results: list[Evaluation], models: list[str]) -> None:
     table = Table(title="iwr judge (x100)")
-    for col in ("model", "tasks", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "no page"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+    for col in ("model", "tasks", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "no page", "undet."):
+        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold")
     lvs_only = False
     for model in models:
         rows = [r for r in results if r.model == model]
@@ -149,6 +158,7 @@ def _print_summary(results: list[Evaluation], models: list[str]) -> None:
             f"{s.vfs:.2f}",
             f"{s.final:.2f}",
             str(missing),
+            _undetermined(rows),
         )
     console = Console()
     console.print(table)

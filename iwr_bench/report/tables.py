@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.metrics.scoring import summarise
-from iwr_bench.report.data import RunData, TaskInfo
+from iwr_bench.report.data import Result, RunData, TaskInfo
 
 Row = dict[str, Any]
 
@@ -84,6 +85,7 @@ def leaderboard(run: RunData) -> list[Row]:
                 **{k: v for k, v in means.items() if k != "lvs_only"},
                 "failures": dict(sorted(failures.items())),
                 "judge errors": sum(r.judge_errors for r in results),
+                "undetermined %": _undetermined_percent(results),
                 "pages missing": sum(
                     1
                     for r in results
@@ -97,6 +99,17 @@ def leaderboard(run: RunData) -> list[Row]:
         )
     rows.sort(key=lambda row: -(row["Final"] if row["Final"] is not None else -1.0))
     return rows
+
+
+def _undetermined_percent(results: list[Result]) -> float | None:
+    """Share (x100) of the judged assertions the assertion judge could not decide (from eval.json)."""
+    rate = undetermined_rate(
+        a.assertion.verdict if a.assertion else None
+        for r in results
+        if r.evaluation is not None
+        for a in r.evaluation.replay.actions
+    )
+    return None if rate is None else round(100 * rate, 1)
 
 
 def breakdown(run: RunData, name: str) -> list[Row]:

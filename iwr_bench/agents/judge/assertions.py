@@ -200,21 +200,24 @@ def _scope(claim: Claim, runs: list[TextRun] | None) -> list[TextRun] | None:
     scope: dict[int, TextRun] = {}
     for i in named:
         scope[i] = runs[i]
-        if not re.search(r"\d", runs[i].text):  # a label: its value sits inside it or next to it
-            scope.update(_neighbours(runs, i))
+        inside = _inside(runs, i)
+        scope.update(inside)
+        if not inside and not re.search(r"\d", runs[i].text):  # a bare label: its value sits next to it
+            scope.update(_beside(runs, i))
     return [scope[i] for i in sorted(scope)]
 
 
-def _neighbours(runs: list[TextRun], i: int) -> dict[int, TextRun]:
-    """Runs inside run ``i``'s block; else the run right after it in the same parent; else before."""
+def _inside(runs: list[TextRun], i: int) -> dict[int, TextRun]:
+    """Runs in blocks nested inside run ``i``'s block (part of the element it names)."""
     own = runs[i].containers
-    if not own:
-        return {}
-    inside = {j: r for j, r in enumerate(runs) if own[0] in r.containers[1:]}
-    if inside:
-        return inside
+    return {j: r for j, r in enumerate(runs) if own and own[0] in r.containers[1:]}
+
+
+def _beside(runs: list[TextRun], i: int) -> dict[int, TextRun]:
+    """The run right after run ``i`` in the same parent, else the one right before it."""
+    own = runs[i].containers
     for j in (i + 1, i - 1):
-        if 0 <= j < len(runs) and runs[j].containers[1:2] == own[1:2]:
+        if own and 0 <= j < len(runs) and runs[j].containers[1:2] == own[1:2]:
             return {j: runs[j]}
     return {}
 

@@ -23,7 +23,7 @@ _NEGATIVE = re.compile(
 _CHANGE = re.compile(
     r"\b(appears?|appeared|shows up|pops up|becomes?|became|changes?|changed|updates?|updated|"
     r"increases?|decreases?|rises?|falls?|drops?|grows?|gains?|(?:is|are|gets|get) added|turns? into|"
-    r"switches? to|is replaced|(?:merges?|merged|combines?|combined) into|"
+    r"switches? to|is replaced|goe?s? (?:from|up|down|back)|(?:merges?|merged|combines?|combined) into|"
     r"now (?:reads?|shows?|says|displays?))\b"
 )
 _FROM = re.compile(r"\bfrom\s*$")
@@ -35,6 +35,9 @@ _VERB = (
     r"stays(?:\s+at)?|remains(?:\s+at)?|(?:is\s+)?resets?\s+to|is\s+now|is|equals|=)"
 )
 _SUBJECT = re.compile(rf"\b(?:the|a|an|its|their|his|her)\s+([a-z][a-z0-9' -]{{0,40}}?)\s+{_VERB}\s*:?\s*$")
+_PLACE = re.compile(
+    r"\b(?:in|on|at|of|above|below|under|over|beside|next|near|inside|within|from|for|with|by|to)\b"
+)
 _STOP_WORDS = (
     "the a an of in on at to for with and or its their his her this that these those now still new current is"
 )
@@ -122,7 +125,8 @@ def _subject(head: str) -> list[str]:
     match = _SUBJECT.search(head)
     if match is None:
         return []
-    words = [w for w in re.findall(r"[a-z][a-z0-9]+", match.group(1)) if w not in _STOP]
+    head = _PLACE.split(match.group(1))[0]  # "the cart button in the header": the cart button
+    words = [w for w in re.findall(r"[a-z][a-z0-9]+", head) if w not in _STOP]
     named = [w for w in words if w not in GENERIC]
     return named or words
 

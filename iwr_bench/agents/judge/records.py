@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -119,3 +120,13 @@ class Replay(BaseModel):
     """Assertion judgements that failed (handled by the run's policy)."""
     undetermined: int = 0
     """Assertion judgements that could not decide (handled by the run's policy)."""
+
+    def undetermined_rate(self) -> float | None:
+        """Share (0-1) of the judged assertions the judge could not decide; None when none was judged."""
+        return undetermined_rate(a.assertion.verdict if a.assertion else None for a in self.actions)
+
+
+def undetermined_rate(verdicts: Iterable[str | None]) -> float | None:
+    """Share (0-1) of ``undetermined`` among the verdicts given (None: not judged); None if none was."""
+    judged = [v for v in verdicts if v is not None]
+    return None if not judged else sum(v == "undetermined" for v in judged) / len(judged)
