@@ -13,6 +13,7 @@ from rich.table import Table
 from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.official import aggregate
+from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.config import JudgeSettings
@@ -179,10 +180,31 @@ async def _judge_all(
     return results
 
 
+def _undetermined(rows: list[Evaluation]) -> str:
+    """The share of a model's judged assertions the judge could not decide."""
+    rate = undetermined_rate(
+        a.assertion.verdict if a.assertion else None for r in rows for a in r.replay.actions
+    )
+    return "-" if rate is None else f"{100 * rate:.0f}%"
+
+
 def _print_summary(results: list[Evaluation], models: list[str], protocol: EvalProtocol) -> None:
     table = Table(title=f"iwr judge (x100, protocol {protocol.value})")
-    for col in ("model", "tasks", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "no page", "left out"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+    columns = (
+        "model",
+        "tasks",
+        "IFS",
+        "IFS micro",
+        "LVS",
+        "HVS",
+        "VFS",
+        "Final",
+        "no page",
+        "left out",
+        "undet.",
+    )
+    for col in columns:
+        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold")
     notes: set[str] = set()
     for model in models:
         rows = [r for r in results if r.model == model]
@@ -193,7 +215,7 @@ def _print_summary(results: list[Evaluation], models: list[str], protocol: EvalP
         if hvs_missing:
             notes.add(hvs_note(protocol))
         if s is None:
-            table.add_row(model, "0", *["-"] * 6, str(sum(missing)), str(left_out))
+            table.add_row(model, "0", *["-"] * 6, str(sum(missing)), str(left_out), _undetermined(rows))
             continue
         table.add_row(
             model,
@@ -206,6 +228,7 @@ def _print_summary(results: list[Evaluation], models: list[str], protocol: EvalP
             f"{s.final:.2f}",
             str(sum(missing)),
             str(left_out),
+            _undetermined(rows),
         )
     console = Console(width=160)
     console.print(table)

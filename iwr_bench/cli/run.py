@@ -231,11 +231,19 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def print_summary(summary: dict[str, Any]) -> None:
-    """The per-model table (x100) and failure counts."""
+_COLUMNS = ("model", "judged", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "failures", "undet.", "cost")
+
+
+def _percent(share: float | None) -> str:
+    """A 0-1 share as a whole percentage ("-" when there is none)."""
+    return "-" if share is None else f"{100 * share:.0f}%"
+
+
+def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
+    """The per-model table (x100), failure counts and undetermined assertion rate; names are never cut."""
     table = Table(title=f"iwr run: {summary.get('run_dir', '')} (x100)")
-    for col in ("model", "judged", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "failures", "cost"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+    for col in _COLUMNS:
+        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold")
     lvs_only = False
     for name, m in summary["models"].items():
         lvs_only |= bool(m["lvs_only"])
@@ -250,9 +258,10 @@ def print_summary(summary: dict[str, Any]) -> None:
             _num(m["vfs"]),
             _num(m["final"]),
             fails,
+            _percent(m.get("undetermined")),
             f"${m['cost_usd']:.4f}",
         )
-    console = Console() if sys.stdout.isatty() else Console(width=140)
+    console = console or (Console() if sys.stdout.isatty() else Console(width=140))
     console.print(table)
     skipped = int(summary.get("skipped_records") or 0)
     if skipped:

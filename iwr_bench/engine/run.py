@@ -52,6 +52,7 @@ from iwr_bench.agents.generation.official import describe, for_protocol
 from iwr_bench.agents.generation.prompt import PromptFile, load_prompt_file
 from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
+from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.batching import BatchingMetric
@@ -898,6 +899,7 @@ def run_summary(store: RunStore) -> dict[str, Any]:
         mistakes: dict[str, int] = {}
         cost = 0.0
         judged = generated = 0
+        verdicts: list[str | None] = []
         for tid in task_ids:
             gen = jobs.get(job_id("gen", tid, model))
             judge = jobs.get(job_id("judge", tid, model))
@@ -910,6 +912,7 @@ def run_summary(store: RunStore) -> dict[str, Any]:
             if judge is None or judge.status not in ("done", "failed"):
                 continue
             judged += 1
+            verdicts += [(a.get("assertion") or {}).get("verdict") for a in store.actions(judge.id)]
             if judge.failure and judge.failure != "generation_error":
                 failures[judge.failure] = failures.get(judge.failure, 0) + 1
             row = scores.get(judge.id)
@@ -937,6 +940,7 @@ def run_summary(store: RunStore) -> dict[str, Any]:
             "lvs_only": s.lvs_only if s else True,
             "failures": failures,
             "mistakes": mistakes,
+            "undetermined": undetermined_rate(verdicts),
             "cost_usd": round(cost, 6),
         }
     return out

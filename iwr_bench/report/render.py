@@ -60,7 +60,7 @@ def to_rich(rows: Sequence[Row], title: str, skip: Sequence[str] = ()) -> Table:
     cols = [c for c in columns(rows) if c not in skip]
     for c in cols:
         numeric = any(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool) for r in rows)
-        table.add_column(c, justify="right" if numeric else "left")
+        table.add_column(c, justify="right" if numeric else "left", overflow="fold")  # names never cut
     for row in rows:
         table.add_row(*(cell(row.get(c)) for c in cols))
     return table

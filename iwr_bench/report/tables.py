@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from iwr_bench.agents.judge.official import HVS_MISSING_DEFAULT, HVS_MISSING_OFFICIAL, aggregate
+from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.report.data import RunData, TaskInfo
+from iwr_bench.report.data import Result, RunData, TaskInfo
 
 Row = dict[str, Any]
 
@@ -90,6 +91,7 @@ def leaderboard(run: RunData) -> list[Row]:
                 **{k: v for k, v in means.items() if k not in ("lvs_only", "hvs_missing")},
                 "failures": dict(sorted(failures.items())),
                 "judge errors": sum(r.judge_errors for r in results),
+                "undetermined %": _undetermined_percent(results),
                 "pages missing": sum(
                     1
                     for r in results
@@ -109,6 +111,17 @@ def leaderboard(run: RunData) -> list[Row]:
 def hvs_note(protocol: EvalProtocol) -> str:
     """What the numbers of a run without a rubric judge mean under ``protocol``."""
     return HVS_MISSING_OFFICIAL if protocol == EvalProtocol.official else HVS_MISSING_DEFAULT
+
+
+def _undetermined_percent(results: list[Result]) -> float | None:
+    """Share (x100) of the judged assertions the assertion judge could not decide (from eval.json)."""
+    rate = undetermined_rate(
+        a.assertion.verdict if a.assertion else None
+        for r in results
+        if r.evaluation is not None
+        for a in r.evaluation.replay.actions
+    )
+    return None if rate is None else round(100 * rate, 1)
 
 
 def breakdown(run: RunData, name: str) -> list[Row]:

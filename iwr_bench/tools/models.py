@@ -269,3 +269,31 @@ class PageState(BaseModel):
     """Uncaught exceptions."""
     failure: str | None = None
     """Set once the page has failed (timeout, crash)."""
+
+
+class TextRun(BaseModel):
+    """Text a person can see in one block of the page (an element and its inline descendants)."""
+
+    text: str
+    """The visible text, whitespace collapsed (hidden, covered or transparent parts left out)."""
+    label: str = ""
+    """Who holds it: tag, id, classes and naming attributes of the block and two ancestors."""
+    tag: str = ""
+    """Lower-case tag name of the block."""
+    containers: list[int] = []
+    """Ids of the block itself and its ancestors, nearest first (up to five), to find its neighbours."""
+    box: BoundingBox
+    """Union of the visible parts, in viewport pixels."""
+    on_screen: bool = True
+    """Inside the viewport and on top; False for text on the page that only scrolling would show."""
+
+
+class VisibleText(BaseModel):
+    """What the viewport shows as text, block by block, in document order."""
+
+    runs: list[TextRun]
+    """Visible text runs."""
+    text: str
+    """The on-screen runs' texts joined by newlines."""
+    truncated: bool = False
+    """True when the page held more text than the limits."""

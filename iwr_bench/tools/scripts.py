@@ -212,3 +212,186 @@ STATE_PROBE = r"""
 
 WAIT_FRAME = "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 """Resolves after two animation frames (the page has painted)."""
+
+
+_VISIBLE_TEXT = r"""
+(() => {
+  const MAXRUNS = %(maxruns)d, MAXTEXT = %(maxtext)d, MAXNODES = 20000;
+  const W = innerWidth, H = innerHeight;
+  const body = document.body;
+  if (!body) return { runs: [], text: '', truncated: false };
+  // Hit-test every element, including those the page made click-through (pointer-events: none):
+  // a person sees them even though the mouse does not. Restored before returning.
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync('*, *::before, *::after { pointer-events: auto !important; }');
+  const sheets = [...document.adoptedStyleSheets];  // a copy: the property is a live array
+  document.adoptedStyleSheets = [...sheets, sheet];
+  const styles = new Map();
+  const style = (el) => {
+    let s = styles.get(el);
+    if (!s) { s = getComputedStyle(el); styles.set(el, s); }
+    return s;
+  };
+  const alpha = (c) => {
+    if (!c || c === 'transparent') return 0;
+    const m = c.match(/rgba?\(([^)]*)\)/);
+    if (!m) return 1;
+    const p = m[1].split(/[\s,\/]+/).filter(Boolean);
+    return p.length > 3 ? parseFloat(p[3]) * (p[3].endsWith('%%') ? 0.01 : 1) : 1;
+  };
+  const opaqueTags = new Set(['IMG', 'CANVAS', 'VIDEO', 'SVG', 'IFRAME', 'INPUT', 'TEXTAREA', 'SELECT',
+    'OBJECT', 'EMBED', 'svg']);
+  const paints = (el) => {  // whether el paints something over what lies beneath it
+    if (opaqueTags.has(el.tagName)) return cumOpacity(el) > 0.05;
+    const s = style(el);
+    return (alpha(s.backgroundColor) >= 0.1 || s.backgroundImage !== 'none') && cumOpacity(el) > 0.05;
+  };
+  // visibility is inherited (a visible child of a hidden parent shows); display: none leaves no boxes.
+  const shown = (el) => style(el).visibility === 'visible';
+  const opacities = new Map();
+  const cumOpacity = (el) => {  // product of the opacities along the ancestor chain
+    if (!el) return 1;
+    let o = opacities.get(el);
+    if (o === undefined) {
+      o = parseFloat(style(el).opacity) * cumOpacity(el.parentElement);
+      opacities.set(el, o);
+    }
+    return o;
+  };
+  const fillAlpha = (el) => {
+    const s = style(el);
+    const fill = s.webkitTextFillColor || s.color;
+    if (alpha(fill) > 0.05) return true;
+    for (let a = el, k = 0; a && k < 4; a = a.parentElement, k++) {
+      if ((style(a).webkitBackgroundClip || style(a).backgroundClip) === 'text') return true;
+    }
+    return false;
+  };
+  const meet = (a, b) => ({ left: Math.max(a.left, b.left), top: Math.max(a.top, b.top),
+                            right: Math.min(a.right, b.right), bottom: Math.min(a.bottom, b.bottom) });
+  const big = (c, r) => c.right - c.left >= Math.min(2, r.width) && c.bottom - c.top >= r.height * 0.5;
+  const clips = (el, r) => {  // r cut by hidden overflow (for good) and by scrollers and the viewport
+    let kept = { left: r.left, top: r.top, right: r.right, bottom: r.bottom }, seen = kept;
+    for (let a = el.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+      const s = style(a);
+      const x = s.overflowX !== 'visible' || s.clip !== 'auto';
+      const y = s.overflowY !== 'visible' || s.clip !== 'auto';
+      if (!x && !y) continue;
+      const c = a.getBoundingClientRect();
+      const box = { left: x ? c.left : -Infinity, right: x ? c.right : Infinity,
+                    top: y ? c.top : -Infinity, bottom: y ? c.bottom : Infinity };
+      const scrolls = /auto|scroll|overlay/.test(s.overflowX + s.overflowY) && s.clip === 'auto';
+      if (!scrolls) kept = meet(kept, box);
+      seen = meet(seen, box);
+    }
+    seen = meet(meet(seen, kept), { left: 0, top: 0, right: W, bottom: H });
+    return { kept, seen };
+  };
+  const grow = (b, c) => !b ? c : { left: Math.min(b.left, c.left), top: Math.min(b.top, c.top),
+                                    right: Math.max(b.right, c.right), bottom: Math.max(b.bottom, c.bottom) };
+  const doc = document.scrollingElement || document.documentElement;
+  const reachable = (c) => c.right + scrollX > 0 && c.bottom + scrollY > 0 &&
+    c.left + scrollX < doc.scrollWidth && c.top + scrollY < doc.scrollHeight;
+  const onTop = (el, x, y) => {  // nothing that paints covers el at (x, y)
+    for (const e of document.elementsFromPoint(x, y)) {
+      if (e === el || el.contains(e)) return true;
+      if (paints(e)) return false;
+    }
+    return false;
+  };
+  const container = (el) => {
+    let c = el;
+    while (c && c !== body && ['inline', 'contents'].includes(style(c).display)) c = c.parentElement;
+    return c || body;
+  };
+  const ids = new Map();
+  const idOf = (el) => {
+    if (!ids.has(el)) ids.set(el, ids.size);
+    return ids.get(el);
+  };
+  const describe = (el) => {
+    const bits = [];
+    for (let a = el, k = 0; a && a !== body && k < 3; a = a.parentElement, k++) {
+      let b = a.tagName.toLowerCase();
+      if (a.id) b += '#' + a.id;
+      const cls = typeof a.className === 'string' ? a.className.trim() : '';
+      if (cls) b += '.' + cls.split(/\s+/).join('.');
+      for (const at of ['aria-label', 'title', 'name', 'data-label']) {
+        const v = a.getAttribute(at);
+        if (v) b += `[${v}]`;
+      }
+      bits.push(b);
+    }
+    const s = bits.join(' < ');
+    return s.length > 160 ? s.slice(0, 159) + '\u2026' : s;
+  };
+  const runs = [], byEl = new Map(), offEl = new Map();
+  let truncated = false, nodes = 0;
+  const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  try {
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const raw = n.data.replace(/\s+/g, ' ');
+      if (!raw.trim()) continue;
+      if (++nodes > MAXNODES) { truncated = true; break; }
+      const el = n.parentElement;
+      if (!el || ['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TITLE'].includes(el.tagName)) continue;
+      if (!shown(el) || cumOpacity(el) <= 0.05 || !fillAlpha(el)) continue;
+      range.selectNodeContents(n);
+      let box = null, off = null;
+      for (const r of Array.from(range.getClientRects()).slice(0, 6)) {
+        if (r.width < 1 || r.height < 1) continue;
+        const { kept, seen } = clips(el, r);
+        if (!big(kept, r)) continue;  // clipped away for good
+        if (big(seen, r)) {
+          if (onTop(el, (seen.left + seen.right) / 2, (seen.top + seen.bottom) / 2)) box = grow(box, seen);
+        } else if (reachable(kept)) {
+          off = grow(off, kept);  // on the page, but scrolled out of view
+        }
+      }
+      if (!box && !off) continue;
+      const owner = container(el), onScreen = box !== null;
+      const key = onScreen ? byEl : offEl;
+      let run = key.get(owner);
+      if (!run) {
+        if (runs.length >= MAXRUNS) { truncated = true; break; }
+        const path = [];
+        for (let a = owner, k = 0; a && k < 5; a = a.parentElement, k++) path.push(idOf(a));
+        run = { text: '', label: describe(owner), tag: owner.tagName.toLowerCase(), containers: path,
+                b: box || off, on_screen: onScreen };
+        key.set(owner, run); runs.push(run);
+      } else {
+        run.b = grow(run.b, box || off);
+      }
+      run.text += raw;
+    }
+  } finally {
+    document.adoptedStyleSheets = sheets;
+  }
+  let total = 0;
+  const out = [];
+  for (const r of runs) {
+    let text = r.text.replace(/\s+/g, ' ').trim();
+    if (!text) continue;
+    if (total + text.length > MAXTEXT) {
+      truncated = true;
+      text = text.slice(0, Math.max(0, MAXTEXT - total));
+    }
+    if (!text) break;
+    total += text.length + 1;
+    out.push({ text, label: r.label, tag: r.tag, containers: r.containers, on_screen: r.on_screen,
+               box: { x: r.b.left, y: r.b.top, width: r.b.right - r.b.left, height: r.b.bottom - r.b.top } });
+  }
+  return { runs: out, text: out.filter((r) => r.on_screen).map((r) => r.text).join('\n'), truncated };
+})()
+"""
+
+
+def visible_text_script(max_runs: int, max_text: int) -> str:
+    """Script returning the :class:`~iwr_bench.tools.models.VisibleText` fields as JSON.
+
+    Only text a person can see counts: rendered, inside the viewport, not hidden or transparent
+    along its ancestor chain, not clipped away by an ``overflow`` box, and on top at its own
+    position (hit-tested with ``elementsFromPoint``; elements that paint nothing are looked through).
+    """
+    return _VISIBLE_TEXT % {"maxruns": max_runs, "maxtext": max_text}

@@ -18,7 +18,15 @@ from iwr_bench.tools import scripts
 from iwr_bench.tools.browser import Tab
 from iwr_bench.tools.errors import PageFailure, ToolRetry
 from iwr_bench.tools.keys import key_events
-from iwr_bench.tools.models import ActionResult, Limits, Observation, PageState, ScrollResult, SettleConfig
+from iwr_bench.tools.models import (
+    ActionResult,
+    Limits,
+    Observation,
+    PageState,
+    ScrollResult,
+    SettleConfig,
+    VisibleText,
+)
 from iwr_bench.tools.settle import SettleAfter, settle
 
 T = TypeVar("T")
@@ -72,6 +80,17 @@ class PageTools:
             return Observation.model_validate(value)
 
         return await self._guard("observe", body)
+
+    async def visible_text(self, max_runs: int = 400) -> VisibleText:
+        """The text a person sees in the viewport, as runs with their boxes (hidden text left out)."""
+
+        async def body() -> VisibleText:
+            value = await self.tab.evaluate(scripts.visible_text_script(max_runs, self.limits.max_text_chars))
+            if not isinstance(value, dict):
+                raise ToolRetry("the page did not return its text; try again")
+            return VisibleText.model_validate(value)
+
+        return await self._guard("visible_text", body)
 
     async def _point(self, index: int, select: bool = False) -> tuple[float, float, str]:
         if index < 0:

@@ -1,81 +1,79 @@
-"""The offline assertion judge: decides from evidence it can measure, or says it cannot tell.
+"""The offline assertion judge: decides from what the screen shows, or says it cannot tell.
 
 The evidence is the quoted text and the numbers in the assertion ("a message 'Saved' appears",
-"the total changes to $23.50"), looked up in the page's visible text after the action and before
-it; OCR of the screenshots stands in when no page text is given. Assertions about something
-going away ("disappears", "is removed", "no longer") expect the text gone afterwards. An
-assertion that names nothing checkable is ``undetermined`` when the page changed and ``no`` when
-nothing changed at all.
+"the total changes to $23.50"), looked up in the text a person can see after the action (the
+``visible_text`` browser tool: hidden, covered, transparent, clipped and off-screen text does not
+count) and before it. The rules (README, "How the offline assertion judge decides"):
+
+* a bare value ("the score shows 4") is looked up in the element the assertion names, when one is
+  on screen, not anywhere on the page;
+* a clause that says something changed ("appears", "becomes", "changes to", "is added") needs the
+  text to be new: shown after the action where it was not shown before;
+* a clause that says something went away ("disappears", "no longer") needs the text gone;
+* any failed claim makes the answer ``no``; when every claim holds but some clause has nothing the
+  text can show ("the Deluxe card is outlined"), the answer is ``undetermined``, never a yes for the
+  unchecked part; an assertion with nothing checkable is ``undetermined`` when the page changed and
+  ``no`` when nothing changed at all.
+
+Without visible text (older callers) the page text, or OCR of the screenshots, stands in.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
+from dataclasses import dataclass
 
 import anyio.to_thread
 
+from iwr_bench.agents.judge.claims import NUMBER, Claim, parse
+from iwr_bench.agents.judge.claims import evidence_tokens as evidence_tokens
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
 from iwr_bench.metrics.hashing import as_image, pixel_digest
 from iwr_bench.metrics.ocr import EasyOcr
 from iwr_bench.registry import register
-
-_QUOTED = re.compile(r"[\"“'‘«]([^\"”'’»]{1,120})[\"”'’»]")
-_NUMBER = re.compile(r"[$€£]?\d+(?:[.,]\d+)*%?")
-_NEGATIVE = re.compile(
-    r"\b(disappears?|vanish(?:es)?|is removed|are removed|removed|no longer|hidden|hides|closes|is cleared|"
-    r"goes away|is gone|are gone|empty|collapses?)\b"
-)
+from iwr_bench.tools.models import TextRun, VisibleText
 
 
 def _norm(text: str) -> str:
     return " ".join(text.lower().replace("\u00a0", " ").split())
 
 
-_FROM = re.compile(r"\bfrom\s*$")
-_CLAUSE = re.compile(r";|,| and | but | while | then ")
-
-
-def evidence_tokens(assertion: str) -> list[str]:
-    """The checkable pieces of an assertion: quoted spans, or (when nothing is quoted) numbers.
-
-    A value right after "from" ("goes from 12 to 13") is the old state and is not expected after.
-    """
-    return [token for token, _ in _tokens_with_clauses(assertion)]
-
-
-def _tokens_with_clauses(assertion: str) -> list[tuple[str, str]]:
-    quoted = list(_QUOTED.finditer(assertion))
-    matches = quoted or list(_NUMBER.finditer(assertion))
-    out: list[tuple[str, str]] = []
-    for m in matches:
-        token = (m.group(1) if quoted else m.group(0)).strip()
-        if not token or _FROM.search(assertion[: m.start()].lower()):
-            continue
-        out.append((token, _clause_at(assertion, m.start())))
-    return out
-
-
-def _clause_at(text: str, pos: int) -> str:
-    """The clause of ``text`` around ``pos`` (split at ; , and ...), ignoring separators in quotes."""
-    masked = _QUOTED.sub(lambda m: "_" * len(m.group(0)), text)
-    bounds = [0, *(m.end() for m in _CLAUSE.finditer(masked)), len(text)]
-    for start, end in itertools.pairwise(bounds):
-        if start <= pos < end:
-            return text[start:end]
-    return text
+def _pattern(token: str) -> re.Pattern[str]:
+    needle = re.escape(_norm(token))
+    if NUMBER.fullmatch(token):
+        return re.compile(rf"(?<![\d.,]){needle}(?![\d]|[.,]\d)")
+    return re.compile(needle)
 
 
 def contains(text: str, token: str) -> bool:
     """Whether ``token`` occurs in ``text`` (case- and space-insensitive; numbers not inside others)."""
-    hay, needle = _norm(text), _norm(token)
-    if _NUMBER.fullmatch(token):
-        return re.search(rf"(?<![\d.,]){re.escape(needle)}(?![\d]|[.,]\d)", hay) is not None
-    return needle in hay
+    return _pattern(token).search(_norm(text)) is not None
+
+
+def _count(text: str, token: str) -> int:
+    return len(_pattern(token).findall(_norm(text)))
+
+
+@dataclass
+class Screen:
+    """What one state shows: its text and, when the browser measured them, its visible runs."""
+
+    text: str | None
+    runs: list[TextRun] | None = None
+    offscreen: str = ""
+    """Text on the page that only scrolling would bring into view."""
+
+    @classmethod
+    def of(cls, seen: VisibleText | None, text: str | None) -> Screen:
+        """The visible text when given, else the plain page text."""
+        if seen is None:
+            return cls(text)
+        off = "\n".join(r.text for r in seen.runs if not r.on_screen)
+        return cls(seen.text, [r for r in seen.runs if r.on_screen], off)
 
 
 class HeuristicAssertionJudge:
-    """Offline, deterministic assertion checks on page text (or OCR)."""
+    """Offline, deterministic assertion checks on the visible text (or page text, or OCR)."""
 
     name = "heuristic"
 
@@ -85,45 +83,156 @@ class HeuristicAssertionJudge:
     async def __call__(self, request: AssertionRequest) -> AssertionVerdict:
         """Decide ``request.assertion`` from the evidence."""
         before, after = request.before_text, request.after_text
-        if (before is None or after is None) and self.ocr is not None:
+        if request.after_visible is None and (before is None or after is None) and self.ocr is not None:
             ocr = self.ocr
-            before = (
-                before
-                if before is not None
-                else await anyio.to_thread.run_sync(ocr.read, as_image(request.before_png))
-            )
-            after = (
-                after
-                if after is not None
-                else await anyio.to_thread.run_sync(ocr.read, as_image(request.after_png))
-            )
+            if before is None:
+                before = await anyio.to_thread.run_sync(ocr.read, as_image(request.before_png))
+            if after is None:
+                after = await anyio.to_thread.run_sync(ocr.read, as_image(request.after_png))
         changed = pixel_digest(as_image(request.before_png)) != pixel_digest(as_image(request.after_png))
-        return decide(request.assertion, before, after, changed)
+        return decide(
+            request.assertion,
+            before,
+            after,
+            changed,
+            seen_before=request.before_visible,
+            seen_after=request.after_visible,
+        )
 
 
-def decide(assertion: str, before: str | None, after: str | None, changed: bool) -> AssertionVerdict:
-    """The decision rules, given texts before/after and whether the screenshot changed."""
-    pairs = _tokens_with_clauses(assertion)
-    tokens = [t for t, _ in pairs]
-    if not tokens or after is None:
-        if not changed and (before is None or before == after):
+def decide(
+    assertion: str,
+    before: str | None,
+    after: str | None,
+    changed: bool,
+    *,
+    seen_before: VisibleText | None = None,
+    seen_after: VisibleText | None = None,
+) -> AssertionVerdict:
+    """The decision rules, given the states' texts (or visible text) and whether the screenshot changed."""
+    old, new = Screen.of(seen_before, before), Screen.of(seen_after, after)
+    parsed = parse(assertion)
+    claims = parsed.claims
+    if not claims or new.text is None:
+        if not changed and (old.text is None or old.text == new.text):
             return _v("no", "nothing on the page changed after the action")
-        why = "no quoted text or number to check" if not tokens else "no page text to check against"
+        why = "no quoted text or number to check" if not claims else "no page text to check against"
         return _v("undetermined", f"{why}; the page did change")
-    gone = [t for t, clause in pairs if _NEGATIVE.search(clause.lower())]
-    shown = [t for t in tokens if t not in gone]
-    still = [t for t in gone if contains(after, t)]
-    if still:
-        return _v("no", f"expected gone, but still shown after the action: {', '.join(map(repr, still))}")
-    missing = [t for t in shown if not contains(after, t)]
-    if missing:
-        return _v("no", f"not shown after the action: {', '.join(map(repr, missing))}")
+    results = [_check(claim, old, new) for claim in claims]
+    failures = [note for kind, note in results if kind == "no"]
+    if failures:
+        return _v("no", "; ".join(failures))
+    unsure = [note for kind, note in results if kind == "undetermined"]
+    shown = [c.token for c in claims if not c.gone]
+    listed = ", ".join(repr(c.token) for c in claims)
+    if (
+        shown
+        and not changed
+        and old.text == new.text
+        and not any(c.change for c in claims)
+        and all(contains(old.text or "", t) for t in shown)
+    ):
+        return _v("no", f"already shown before and nothing changed: {listed}")
+    if unsure or parsed.unchecked:
+        rest = "; ".join(
+            [*unsure, *(f"cannot be checked from the screen's text: {u!r}" for u in parsed.unchecked)]
+        )
+        return _v("undetermined", f"claims checked hold ({listed}) but {rest}")
     if not shown:
-        return _v("yes", f"no longer shown after the action: {', '.join(map(repr, gone))}")
-    found_before = [contains(before, t) for t in shown] if before is not None else []
-    if found_before and all(found_before) and not changed and before == after:
-        return _v("no", f"already shown before and nothing changed: {', '.join(map(repr, tokens))}")
-    return _v("yes", f"shown after the action: {', '.join(map(repr, tokens))}")
+        return _v("yes", f"no longer shown after the action: {listed}")
+    return _v("yes", f"shown after the action: {listed}")
+
+
+def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:
+    """("ok" | "no" | "undetermined", why) for ``claim`` on the screens."""
+    token, after = claim.token, new.text or ""
+    if claim.gone:
+        if contains(after, token):
+            return "no", f"expected gone, but still shown after the action: {token!r}"
+        if contains(new.offscreen, token):
+            return "undetermined", f"{token!r} is still on the page, outside the viewport"
+        return "ok", ""
+    scope, subject = _scope(claim, new.runs), " ".join(claim.subject)
+    where = after if scope is None else "\n".join(r.text for r in scope)
+    if not contains(where, token):
+        if scope is not None and contains(after, token):
+            return (
+                "no",
+                f"the {subject} shows {_short(where)!r}, not {token!r} ({token!r} is shown elsewhere)",
+            )
+        if contains(new.offscreen, token):
+            return "undetermined", f"{token!r} is on the page but outside the viewport"
+        return "no", f"not shown after the action: {token!r}"
+    if claim.change and not _is_new(claim, old, new, scope):
+        return "no", f"{token!r} was already shown before the action, so it is not what changed"
+    return "ok", ""
+
+
+def _is_new(claim: Claim, old: Screen, new: Screen, scope: list[TextRun] | None) -> bool:
+    """Whether ``claim.token`` is shown after the action somewhere it was not shown before."""
+    token = claim.token
+    if old.text is None:
+        return True  # nothing to compare with
+    if old.runs is not None and new.runs is not None:
+        hits = [r for r in (scope if scope is not None else new.runs) if contains(r.text, token)]
+        if hits:
+            before = {_key(r) for r in old.runs}
+            return any(_key(r) not in before for r in hits)
+        old_scope = _scope(claim, old.runs) if scope is not None else None
+        old_text = old.text if old_scope is None else "\n".join(r.text for r in old_scope)
+        new_text = new.text or "" if scope is None else "\n".join(r.text for r in scope)
+        return _count(new_text, token) > _count(old_text, token)
+    return _count(new.text or "", token) > _count(old.text, token)
+
+
+def _key(run: TextRun) -> tuple[str, int, int]:
+    """A run's identity across states: its text where it stands (to 4 px)."""
+    return _norm(run.text), round(run.box.x / 4), round(run.box.y / 4)
+
+
+def _scope(claim: Claim, runs: list[TextRun] | None) -> list[TextRun] | None:
+    """The runs of the element ``claim`` is about, or None to look at the whole screen."""
+    if not claim.subject or runs is None:
+        return None
+    named = [i for i, r in enumerate(runs) if _names(r, claim.subject)]
+    if not named:
+        return None
+    scope: dict[int, TextRun] = {}
+    for i in named:
+        scope[i] = runs[i]
+        inside = _inside(runs, i)
+        scope.update(inside)
+        if not inside and not re.search(r"\d", runs[i].text):  # a bare label: its value sits next to it
+            scope.update(_beside(runs, i))
+    return [scope[i] for i in sorted(scope)]
+
+
+def _inside(runs: list[TextRun], i: int) -> dict[int, TextRun]:
+    """Runs in blocks nested inside run ``i``'s block (part of the element it names)."""
+    own = runs[i].containers
+    return {j: r for j, r in enumerate(runs) if own and own[0] in r.containers[1:]}
+
+
+def _beside(runs: list[TextRun], i: int) -> dict[int, TextRun]:
+    """The run right after run ``i`` in the same parent, else the one right before it."""
+    own = runs[i].containers
+    for j in (i + 1, i - 1):
+        if own and 0 <= j < len(runs) and runs[j].containers[1:2] == own[1:2]:
+            return {j: runs[j]}
+    return {}
+
+
+def _names(run: TextRun, subject: list[str]) -> bool:
+    """Whether the run's text, or its own or its parent's id/class/label, uses a subject word."""
+    near = " < ".join(run.label.split(" < ")[:2])
+    words = re.findall(r"[a-z]+", f"{run.text} {near}".lower())
+    stems = [w[:-1] if len(w) > 4 and w.endswith("s") else w for w in subject if len(w) >= 3]
+    return any(w.startswith(s) for s in stems for w in words)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
 
 
 def _v(verdict: str, reasoning: str) -> AssertionVerdict:

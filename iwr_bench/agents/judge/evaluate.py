@@ -124,6 +124,8 @@ class Evaluation(BaseModel):
     """Rubric answers unusable after the retries (each scored 0)."""
     replay: Replay
     """Per-action evidence and verdicts."""
+    undetermined_rate: float | None = None
+    """Share (0-1) of the judged assertions the assertion judge could not decide (None: none judged)."""
 
     @property
     def pair_keys(self) -> list[int]:
@@ -237,6 +239,7 @@ async def evaluate(
         rubric_results=[r for r in rubric_results if r is not None],
         rubric_errors=sum(1 for r in rubric_results if r is not None and r.error),
         replay=replay,
+        undetermined_rate=replay.undetermined_rate(),
     )
     tmp = out / ".eval.json.tmp"
     tmp.write_text(json.dumps(evaluation.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")

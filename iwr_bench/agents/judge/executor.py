@@ -41,7 +41,7 @@ from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import Action, pressed_key, scroll_direction, typed_text
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.tools.errors import PageFailure, ToolRetry
-from iwr_bench.tools.models import PageSpec, Viewport
+from iwr_bench.tools.models import PageSpec, Viewport, VisibleText
 from iwr_bench.tools.pool import PagePool
 from iwr_bench.tools.tools import PageTools
 
@@ -130,11 +130,12 @@ class Executor:
             )
             try:
                 before_text = (await tools.observe()).text if action.has_assertion else None
+                before = (before_text, await tools.visible_text() if action.has_assertion else None)
                 await self._perform(tools, action, record)
                 shot = await tools.screenshot()
                 record.after = _save(evidence, f"step_{i + 1}.png", shot)
                 if action.has_assertion:
-                    outcome = await self._assert(tools, action, record, before_text, shot, evidence)
+                    outcome = await self._assert(tools, action, record, before, shot, evidence)
                     judge_errors += outcome == "error"
                     undetermined += outcome == "undetermined"
             except _Failed as exc:
@@ -260,10 +261,11 @@ class Executor:
         tools: PageTools,
         action: Action,
         record: ActionRecord,
-        before_text: str | None,
+        before: tuple[str | None, VisibleText | None],
         after_png: bytes,
         evidence: Path,
     ) -> str:
+        before_text, before_visible = before
         after_text = (await tools.observe()).text
         before_png = (evidence / (record.before or "")).read_bytes()
         request = AssertionRequest(
@@ -272,6 +274,8 @@ class Executor:
             after_png=after_png,
             before_text=before_text,
             after_text=after_text,
+            before_visible=before_visible,
+            after_visible=await tools.visible_text(),
         )
         verdict = await self.assertions(request)
         record.assertion = verdict

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from iwr_bench.agents.grounding import Grounding
+from iwr_bench.tools.models import VisibleText
 
 FailureClass = Literal[
     "element_not_found",
@@ -37,6 +39,10 @@ class AssertionRequest(BaseModel):
     """Visible page text before, when the judge has it."""
     after_text: str | None = None
     """Visible page text after."""
+    before_visible: VisibleText | None = None
+    """Text a person could see before the action (``visible_text``: hidden and covered text left out)."""
+    after_visible: VisibleText | None = None
+    """Text a person can see after the action."""
 
 
 class AssertionVerdict(BaseModel):
@@ -114,3 +120,13 @@ class Replay(BaseModel):
     """Assertion judgements that failed (handled by the run's policy)."""
     undetermined: int = 0
     """Assertion judgements that could not decide (handled by the run's policy)."""
+
+    def undetermined_rate(self) -> float | None:
+        """Share (0-1) of the judged assertions the judge could not decide; None when none was judged."""
+        return undetermined_rate(a.assertion.verdict if a.assertion else None for a in self.actions)
+
+
+def undetermined_rate(verdicts: Iterable[str | None]) -> float | None:
+    """Share (0-1) of ``undetermined`` among the verdicts given (None: not judged); None if none was."""
+    judged = [v for v in verdicts if v is not None]
+    return None if not judged else sum(v == "undetermined" for v in judged) / len(judged)

@@ -1,0 +1,149 @@
+"""Reading an assertion into checkable claims (the offline assertion judge's parser).
+
+An assertion is cut into clauses at ``;``, ``,``, "and", "but", "while" and "then" (never inside
+quotes). In each clause the evidence is its quoted spans, or its numbers when nothing in it is
+quoted; a value right after "from", or before "merge into" ("the two 4 tiles merge into an 8"), is the
+old state and is not expected afterwards. A clause
+without evidence ("the Deluxe card is outlined") is kept as *unchecked*: the judge cannot decide
+it from text and must not answer a confident yes for it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+QUOTED = re.compile(r"[\"“'‘«]([^\"”'’»]{1,120})[\"”'’»]")
+NUMBER = re.compile(r"[$€£]?\d+(?:[.,]\d+)*%?")
+_NEGATIVE = re.compile(
+    r"\b(disappears?|vanish(?:es)?|is removed|are removed|removed|no longer|hidden|hides|closes|is cleared|"
+    r"goes away|is gone|are gone|empty|collapses?)\b"
+)
+_CHANGE = re.compile(
+    r"\b(appears?|appeared|shows up|pops up|becomes?|became|changes?|changed|updates?|updated|"
+    r"increases?|decreases?|rises?|falls?|drops?|grows?|gains?|(?:is|are|gets|get) added|turns? into|"
+    r"switches? to|is replaced|goe?s? (?:from|up|down|back)|(?:merges?|merged|combines?|combined) into|"
+    r"now (?:reads?|shows?|says|displays?))\b"
+)
+_FROM = re.compile(r"\bfrom\s*$")
+_INTO = re.compile(r"\b(?:merge|merges|merged|combine|combines|combined|turn|turns)\s+into\b")
+_CLAUSE = re.compile(r";|,(?!\d)| and | but | while | then ")
+_VERB = (
+    r"(?:now\s+)?(?:shows?|reads?|says|displays?|becomes?|changes?\s+to|goes\s+to|returns?\s+to|"
+    r"rises?\s+to|falls?\s+to|drops?\s+to|increases?\s+to|decreases?\s+to|updates?\s+to|goes\s+back\s+to|"
+    r"stays(?:\s+at)?|remains(?:\s+at)?|(?:is\s+)?resets?\s+to|is\s+now|is|equals|=)"
+)
+_SUBJECT = re.compile(rf"\b(?:the|a|an|its|their|his|her)\s+([a-z][a-z0-9' -]{{0,40}}?)\s+{_VERB}\s*:?\s*$")
+_PLACE = re.compile(
+    r"\b(?:in|on|at|of|above|below|under|over|beside|next|near|inside|within|from|for|with|by|to)\b"
+)
+_STOP_WORDS = (
+    "the a an of in on at to for with and or its their his her this that these those now still new current is"
+)
+_STOP = frozenset(_STOP_WORDS.split())
+_GENERIC_WORDS = (
+    "button card panel box line label text field area section widget value number figure entry item"
+)
+GENERIC = frozenset(_GENERIC_WORDS.split())
+"""Subject words that name a kind of element, not which one (used only when nothing else is named)."""
+
+
+@dataclass
+class Claim:
+    """One piece of evidence an assertion expects (or expects gone) after the action."""
+
+    token: str
+    """The quoted text or number."""
+    clause: str
+    """The clause it came from."""
+    quoted: bool
+    """Whether it was quoted."""
+    gone: bool = False
+    """The clause says it goes away ("disappears", "no longer")."""
+    change: bool = False
+    """The clause says it is new ("appears", "becomes", "changes to", "is added", ...)."""
+    subject: list[str] = field(default_factory=list[str])
+    """Words naming the element the value belongs to ("score" in "the score shows 4"), for bare values."""
+
+    @property
+    def bare(self) -> bool:
+        """A value that does not say what it is (a number, or a quoted value without letters)."""
+        return not re.search(r"[^\W\d_]{2,}", self.token)
+
+
+@dataclass
+class Parsed:
+    """An assertion read into claims, plus the clauses that hold nothing checkable."""
+
+    claims: list[Claim]
+    """Checkable claims, in order."""
+    unchecked: list[str]
+    """Clauses that say something the text cannot show (trimmed)."""
+
+
+def parse(assertion: str) -> Parsed:
+    """Read ``assertion`` into claims and unchecked clauses."""
+    claims: list[Claim] = []
+    unchecked: list[str] = []
+    for start, end in _clauses(assertion):
+        clause = assertion[start:end]
+        found = _claims_in(assertion, start, end)
+        if found:
+            claims.extend(found)
+        elif _says_something(clause):
+            unchecked.append(clause.strip(" .:,;"))
+    return Parsed(claims, unchecked)
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    masked = QUOTED.sub(lambda m: "_" * len(m.group(0)), text)
+    bounds = [0, *(m.end() for m in _CLAUSE.finditer(masked)), len(text)]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _claims_in(assertion: str, start: int, end: int) -> list[Claim]:
+    clause = assertion[start:end]
+    quoted = list(QUOTED.finditer(clause))
+    matches = quoted or list(NUMBER.finditer(clause))
+    low = clause.lower()
+    gone, change = _NEGATIVE.search(low) is not None, _CHANGE.search(low) is not None
+    out: list[Claim] = []
+    for m in matches:
+        token = (m.group(1) if quoted else m.group(0)).strip()
+        if not token or _FROM.search(assertion[: start + m.start()].lower()) or _INTO.search(low[m.end() :]):
+            continue
+        claim = Claim(token, clause, bool(quoted), gone=gone, change=change and not gone)
+        if claim.bare:
+            claim.subject = _subject(low[: m.start()]) or _kind(low[: m.start()], low[m.end() :])
+        out.append(claim)
+    return out
+
+
+def _subject(head: str) -> list[str]:
+    """The words naming what shows the value, from the clause text before the value."""
+    match = _SUBJECT.search(head)
+    if match is None:
+        return []
+    head = _PLACE.split(match.group(1))[0]  # "the cart button in the header": the cart button
+    words = [w for w in re.findall(r"[a-z][a-z0-9]+", head) if w not in _STOP]
+    named = [w for w in words if w not in GENERIC]
+    return named or words
+
+
+def _kind(head: str, tail: str) -> list[str]:
+    """The noun right after "a|an <value>" ("a 4 tile", "an 8 tile"): the kind of element showing it."""
+    noun = re.match(r"[\s-]+([a-z]{3,})\b", tail)
+    if noun is None or not re.search(r"\b(?:a|an)\s*$", head) or noun.group(1) in _STOP:
+        return []
+    return [noun.group(1)]
+
+
+def _says_something(clause: str) -> bool:
+    words = [w for w in re.findall(r"[a-z]+", clause.lower()) if w not in _STOP]
+    return len(words) >= 2
+
+
+def evidence_tokens(assertion: str) -> list[str]:
+    """The checkable pieces of an assertion: per clause, quoted spans or (when none) numbers."""
+    return [c.token for c in parse(assertion).claims]

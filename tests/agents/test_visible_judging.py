@@ -1,0 +1,180 @@
+"""The offline assertion judge judges what a person sees, on real Chromium pages.
+
+Hidden, covered, transparent and off-screen text does not satisfy an assertion; a bare value is
+looked up in the element the assertion names; text already shown before the action is not the
+change an assertion describes; and on a 2048-style game every mutant fails at the step it breaks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from judge_site import write_page
+from tile_game import GAME, MUTANTS, SCRIPT, game
+
+from iwr_bench.agents.grounding import HeuristicGrounder
+from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge, decide
+from iwr_bench.agents.judge.executor import Executor
+from iwr_bench.agents.judge.records import AssertionRequest, AssertionVerdict, Replay
+from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.dataset.recorder import record
+from iwr_bench.dataset.script import load_script
+from iwr_bench.tools.models import PageSpec, Viewport, VisibleText
+from iwr_bench.tools.pool import PagePool
+
+pytestmark = [pytest.mark.browser, pytest.mark.anyio]
+
+_STYLE = """<style>body { margin: 0; font: 16px sans-serif } .box { position: relative; height: 30px }
+.cover { position: absolute; inset: 0; background: #fff }</style>"""
+
+
+def _html(body: str) -> str:
+    return f"<!doctype html><html><head>{_STYLE}</head><body><h1>Notes</h1>{body}</body></html>"
+
+
+async def _seen(pool: PagePool, tmp_path: Path, name: str, body: str) -> VisibleText:
+    page = write_page(tmp_path / name, _html(body))
+    async with pool.page(PageSpec(page=str(page), viewport=Viewport(width=480, height=360))) as tools:
+        return await tools.visible_text()
+
+
+async def _judge(pool: PagePool, tmp_path: Path, assertion: str, before: str, after: str) -> AssertionVerdict:
+    """Decide ``assertion`` between two real pages' visible text (the page changed)."""
+    seen_before = await _seen(pool, tmp_path, "before", before)
+    seen_after = await _seen(pool, tmp_path, "after", after)
+    return decide(assertion, None, None, True, seen_before=seen_before, seen_after=seen_after)
+
+
+HIDDEN_SAVED = {
+    "display-none": '<p style="display:none">Saved</p>',
+    "visibility-hidden": '<p style="visibility:hidden">Saved</p>',
+    "covered": '<div class="box"><p>Saved</p><div class="cover"></div></div>',
+    "transparent-ink": '<p style="color:rgba(0,0,0,0)">Saved</p>',
+    "faded-out": '<div style="opacity:0.3"><p style="opacity:0.1">Saved</p></div>',
+    "outside-viewport": '<p style="position:absolute; left:-3000px">Saved</p>',
+    "clipped": '<div style="height:0; overflow:hidden"><p>Saved</p></div>',
+}
+
+
+@pytest.mark.parametrize("case", sorted(HIDDEN_SAVED))
+async def test_hidden_text_does_not_satisfy_an_assertion(pool: PagePool, tmp_path: Path, case: str) -> None:
+    verdict = await _judge(pool, tmp_path, "a message 'Saved' appears", "<p>Draft</p>", HIDDEN_SAVED[case])
+    assert verdict.verdict == "no", verdict
+    shown = await _judge(
+        pool, tmp_path / "shown", "a message 'Saved' appears", "<p>Draft</p>", "<p>Saved</p>"
+    )
+    assert shown.verdict == "yes", shown
+
+
+async def test_text_below_the_fold_is_undetermined_not_yes(pool: PagePool, tmp_path: Path) -> None:
+    after = '<div style="height:2000px"></div><p>Saved</p>'
+    verdict = await _judge(pool, tmp_path, "a message 'Saved' appears", "<p>Draft</p>", after)
+    assert verdict.verdict == "undetermined" and "outside the viewport" in verdict.reasoning
+
+
+SCORE = '<div style="display:flex; gap:8px"><span>Score</span><b id="score">{score}</b></div>{board}'
+
+
+async def test_a_value_is_looked_up_in_the_element_the_assertion_names(
+    pool: PagePool, tmp_path: Path
+) -> None:
+    before = SCORE.format(score=0, board='<div class="tile">2</div>')
+    wrong = SCORE.format(score=2, board='<div class="tile">4</div>')
+    verdict = await _judge(pool, tmp_path, "the score shows 4", before, wrong)
+    assert verdict.verdict == "no" and "the score shows" in verdict.reasoning, verdict
+    assert decide("the score shows 4", before, wrong, True).verdict == "yes"  # page-wide text: fooled
+    right = SCORE.format(score=4, board='<div class="tile">2</div>')
+    assert (await _judge(pool, tmp_path / "r", "the score shows 4", before, right)).verdict == "yes"
+
+
+async def test_text_shown_before_is_not_the_change(pool: PagePool, tmp_path: Path) -> None:
+    before = "<p>Saved</p><p>Draft 1</p>"
+    after = "<p>Saved</p><p>Draft 2</p>"
+    verdict = await _judge(pool, tmp_path, "a message 'Saved' appears", before, after)
+    assert verdict.verdict == "no" and "already shown before" in verdict.reasoning, verdict
+    fresh = await _judge(pool, tmp_path / "f", "a message 'Saved' appears", "<p>Draft 1</p>", after)
+    assert fresh.verdict == "yes"
+    still = await _judge(pool, tmp_path / "s", "the page shows 'Saved'", before, after)
+    assert still.verdict == "yes"  # no change claimed: being there is enough
+
+
+LEFTOVERS = """<div class="box" style="width:60px; height:60px">
+<div class="tile" style="position:absolute; inset:0; background:#eee; z-index:1">4</div>
+<div class="tile" style="position:absolute; inset:0; background:#eee; z-index:1">4</div>
+<div class="tile" style="position:absolute; inset:0; background:#f2b179; z-index:2">8</div></div>
+<div style="position:relative"><span style="position:absolute; opacity:0">+8</span></div>"""
+
+
+async def test_hidden_leftovers_are_ignored(pool: PagePool, tmp_path: Path) -> None:
+    before = '<div class="tile">4</div><div class="tile">4</div>'
+    verdict = await _judge(pool, tmp_path, "the 4 tiles are gone and an 8 tile appears", before, LEFTOVERS)
+    assert verdict.verdict == "yes", verdict
+    popup = await _judge(pool, tmp_path / "p", "a '+8' pop-up appears", before, LEFTOVERS)
+    assert popup.verdict == "no", popup
+
+
+def test_partly_checkable_assertions_are_undetermined() -> None:
+    verdict = decide("the board is reset to two tiles and the score shows 0", "Score 8", "Score 0", True)
+    assert verdict.verdict == "undetermined" and "reset to two tiles" in verdict.reasoning
+    assert decide("the board is reset to two tiles", "a", "b", True).verdict == "undetermined"
+    assert decide("the board is reset to two tiles and the score shows 0", "8", "5", True).verdict == "no"
+
+
+# ----- the 2048-style game and its mutants ------------------------------------------------------------
+
+
+class PageTextJudge:
+    """The same rules on the whole page text (``innerText``), as the judge worked before visible text."""
+
+    def __init__(self) -> None:
+        self.inner = HeuristicAssertionJudge()
+
+    async def __call__(self, request: AssertionRequest) -> AssertionVerdict:
+        return await self.inner(request.model_copy(update={"before_visible": None, "after_visible": None}))
+
+
+@pytest.fixture(scope="module")
+async def game_task(pool: PagePool, tmp_path_factory: pytest.TempPathFactory) -> Task:
+    root = tmp_path_factory.mktemp("game")
+    write_page(root / "site", GAME)
+    (root / "script.yaml").write_text(yaml.safe_dump(SCRIPT))
+    await record(root / "site", load_script(root / "script.yaml"), root / "ds", pool=pool)
+    return load_tasks(root / "ds").by_id(21)
+
+
+def _first_failure(replay: Replay) -> int | None:
+    return next((a.index for a in replay.actions if a.status == "failed"), None)
+
+
+async def test_game_reference_passes_with_an_honest_undetermined(
+    game_task: Task, pool: PagePool, tmp_path: Path
+) -> None:
+    executor = Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
+    replay = await executor.replay(game_task, write_page(tmp_path / "ref", GAME), tmp_path / "ev")
+    verdicts = [a.assertion.verdict if a.assertion else a.message for a in replay.actions]
+    assert verdicts == ["yes", "yes", "yes", "undetermined"], replay.actions
+    assert replay.undetermined == 1 and replay.success_steps == 4
+
+
+async def test_game_mutants_fail_at_the_step_they_break(
+    game_task: Task, pool: PagePool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    visible = Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
+    page_text = Executor(pool, HeuristicGrounder(), PageTextJudge())
+    rows: list[tuple[str, int | None, int | None, int | None]] = []
+    for name, (changes, expected, _) in MUTANTS.items():
+        page = write_page(tmp_path / name, game(**changes))
+        got = _first_failure(await visible.replay(game_task, page, tmp_path / f"ev-{name}"))
+        before = _first_failure(await page_text.replay(game_task, page, tmp_path / f"ev0-{name}"))
+        rows.append((name, expected, got, before))
+    with capsys.disabled():
+        print("\nmutant                      expected  visible-text judge  page-text judge")
+        for name, expected, got, before in rows:
+            print(f"{name:<28}{expected!s:>8}{got!s:>20}{before!s:>17}")
+        hits = sum(got == expected for _, expected, got, _ in rows)
+        old = sum(before == expected for _, expected, _, before in rows)
+        print(f"at the expected step: visible text {hits}/{len(rows)}, page text {old}/{len(rows)}")
+    assert [(n, got) for n, _, got, _ in rows] == [(n, e) for n, e, _, _ in rows]
+    assert sum(before != expected for _, expected, _, before in rows) >= 2  # the page text is fooled

@@ -1,0 +1,84 @@
+"""visible_text: only text a person can see in the viewport comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from iwr_bench.tools.models import PageSpec, Viewport
+from iwr_bench.tools.pool import PagePool
+
+pytestmark = [pytest.mark.browser, pytest.mark.anyio]
+
+PAGE = """<!doctype html><html><head><style>
+body { margin: 0; font: 16px sans-serif } .box { position: relative; width: 200px; height: 40px }
+.cover { position: absolute; left: 0; top: 0; width: 200px; height: 40px; background: #fff }
+.glass { position: absolute; left: 0; top: 0; width: 200px; height: 40px; background: transparent }
+.clip { width: 60px; height: 20px; overflow: hidden; white-space: nowrap }
+.srt { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0) }
+</style></head><body>
+<p id="plain">Shown plainly</p>
+<p style="display:none">Display none</p>
+<p style="visibility:hidden">Visibility hidden <span style="visibility:visible">Visible child</span></p>
+<div style="opacity:0.5"><div style="opacity:0.02">Faded out</div></div>
+<p style="color: rgba(0,0,0,0)">Transparent ink</p>
+<div class="box"><span>Under a cover</span><div class="cover"></div></div>
+<div class="box"><span>Under glass</span><div class="glass"></div></div>
+<div class="box"><span style="pointer-events:none">Click-through text</span></div>
+<div class="clip"><span style="margin-left:120px">Clipped away</span></div>
+<span class="srt">Screen reader only</span>
+<p style="position:absolute; left:-500px">Off to the left</p>
+<p style="position:absolute; top:2000px">Far below</p>
+<p style="font-size:0">Zero size</p>
+<div class="score-box" style="display:flex; gap:8px"><span class="label">Score</span><span class="value">2</span></div>
+</body></html>"""
+
+
+async def test_visible_text_leaves_out_what_a_person_cannot_see(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    page = write_page(PAGE)
+    async with pool.page(PageSpec(page=str(page), viewport=Viewport(width=640, height=600))) as tools:
+        seen = await tools.visible_text()
+    texts = [r.text for r in seen.runs if r.on_screen]
+    assert [r.text for r in seen.runs if not r.on_screen] == ["Far below"]  # scrolling would show it
+    for shown in ("Shown plainly", "Visible child", "Under glass", "Click-through text", "Score", "2"):
+        assert shown in texts, (shown, texts)
+    for hidden in (
+        "Display none",
+        "Visibility hidden",
+        "Faded out",
+        "Transparent ink",
+        "Under a cover",
+        "Clipped away",
+        "Screen reader only",
+        "Off to the left",
+        "Zero size",
+    ):
+        assert all(hidden not in t for t in texts), (hidden, texts)
+    plain = next(r for r in seen.runs if r.text == "Shown plainly")
+    assert plain.label.startswith("p#plain") and plain.box.width > 50 and plain.box.y > 0
+    score, value = (next(r for r in seen.runs if r.text == t) for t in ("Score", "2"))
+    assert "score-box" in value.label and score.containers[1] == value.containers[1]
+    assert seen.text.splitlines() == texts
+
+
+async def test_visible_text_leaves_the_page_as_it_was(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    html = '<p style="pointer-events:none" id="p">x</p><script>window.n = 0;</script>'
+    async with pool.page(PageSpec(page=str(write_page(html)))) as tools:
+        await tools.visible_text()
+        value = await tools.tab.evaluate(
+            "[getComputedStyle(document.getElementById('p')).pointerEvents, document.adoptedStyleSheets.length]"
+        )
+    assert value == ["none", 0]
+
+
+async def test_visible_text_is_capped(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    html = "".join(f"<p style='margin:0;font-size:8px'>line {i}</p>" for i in range(60))
+    async with pool.page(PageSpec(page=str(write_page(html)))) as tools:
+        seen = await tools.visible_text(max_runs=10)
+    assert len(seen.runs) == 10 and seen.truncated
