@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, suppress
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -117,6 +118,13 @@ class ChromiumBrowser:
     def containment(self) -> Containment:
         """What keeps pages in: ``netns`` (a network namespace) or ``intercept-only`` (CDP only)."""
         return self._process.containment if self._process is not None else containment_level()
+
+    @property
+    def root(self) -> Path:
+        """Temporary folder of the running browser (profile, temporary files); removed when it stops."""
+        if self._process is None:
+            raise PageFailure("browser_crashed", "Chromium is not running")
+        return self._process.root
 
     @property
     def pid(self) -> int:

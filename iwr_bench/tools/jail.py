@@ -69,9 +69,37 @@ def _die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-@cache
+FORCE_ENV = "IWR_BENCH_CONTAINMENT"
+"""Set to ``intercept-only`` to run without namespaces even where they work (tests, odd kernels)."""
+
+
 def containment_level() -> Containment:
-    """The containment this machine allows: ``netns`` when a network namespace can be created."""
+    """The containment pages get here: ``netns`` when a network namespace can be created.
+
+    Warns once (:class:`ContainmentWarning`) when it cannot, or when :data:`FORCE_ENV` turns it off.
+    """
+    forced = os.environ.get(FORCE_ENV, "")
+    if forced == "intercept-only":
+        _warn_once(f"{FORCE_ENV}=intercept-only")
+        return "intercept-only"
+    level = _probe()
+    if level != "netns":
+        _warn_once("cannot create a network namespace (needs root or user namespaces)")
+    return level
+
+
+@cache
+def _warn_once(why: str) -> None:
+    warnings.warn(
+        f"{why}: pages are kept in by CDP request interception only; connections it cannot see "
+        "(WebRTC, preconnect, beacons sent while a tab closes) may leave the sandbox",
+        ContainmentWarning,
+        stacklevel=3,
+    )
+
+
+@cache
+def _probe() -> Containment:
     result: list[Containment] = []
 
     def probe() -> None:
@@ -85,16 +113,7 @@ def containment_level() -> Containment:
     thread = threading.Thread(target=probe, name="iwr-netns-probe", daemon=True)
     thread.start()
     thread.join()
-    level = result[0]
-    if level != "netns":
-        warnings.warn(
-            "cannot create a network namespace (needs root or user namespaces): pages are kept in "
-            "by CDP request interception only; connections it cannot see (WebRTC, preconnect, "
-            "beacons sent while a tab closes) may leave the machine",
-            ContainmentWarning,
-            stacklevel=2,
-        )
-    return level
+    return result[0]
 
 
 class Jail:
@@ -105,17 +124,18 @@ class Jail:
         self._ready: Future[Containment] = Future()
         self._thread = threading.Thread(target=self._main, name="iwr-jail", daemon=True)
         self.level: Containment = "intercept-only"
+        self._wanted: Containment = "intercept-only"
 
     def start(self) -> Containment:
         """Start the thread and enter the namespaces; returns the containment reached."""
-        containment_level()  # warns once when namespaces are unavailable
+        self._wanted = containment_level()  # warns once when namespaces are unavailable or turned off
         self._thread.start()
         self.level = self._ready.result()
         return self.level
 
     def _main(self) -> None:
         level: Containment = "intercept-only"
-        if containment_level() == "netns":
+        if self._wanted == "netns":
             try:
                 _unshare(_CLONE_NEWNET)
                 _loopback_up()

@@ -80,6 +80,17 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+_ROOT_PREFIX = "iwr-chromium-"
+
+
+def sweep_stale_roots() -> None:
+    """Remove temporary folders of browsers whose process died without cleaning up (SIGKILL)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_ROOT_PREFIX}*-*"):
+        owner = folder.name[len(_ROOT_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 class ChromiumProcess:
     """A running Chromium in a jail, its DevTools forwarder and its temporary folder."""
 
@@ -87,7 +98,8 @@ class ChromiumProcess:
         self.executable = executable
         self.args = args
         self.start_timeout = start_timeout
-        self.root = Path(tempfile.mkdtemp(prefix="iwr-chromium-"))
+        sweep_stale_roots()
+        self.root = Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-"))
         self.jail = Jail()
         self.proc: subprocess.Popen[bytes] | None = None
         self.devtools_port = 0
