@@ -89,8 +89,7 @@ class ChromiumBrowser:
             f"--js-flags=--max-old-space-size={self.config.js_heap_mb}",
             *self.config.extra_args,
         ]
-        process = ChromiumProcess(self.config.executable, args, self.config.start_timeout)
-        await process.start(self._tg)
+        process = await self._start_process(args)
         client = CDPClient(process.ws_url, max_ws_frame_size=256 * 1024 * 1024)
         try:
             with anyio.fail_after(self.config.start_timeout):
@@ -108,6 +107,20 @@ class ChromiumBrowser:
         self._watch_scope = anyio.CancelScope()
         self._tg.start_soon(self._watch, self._watchdog, self._watch_scope)
         self.launches += 1
+
+    async def _start_process(self, args: list[str]) -> ChromiumProcess:
+        """Start Chromium; a start that crashes (seen rarely under heavy load) is tried twice more."""
+        assert self._tg is not None
+        for attempt in range(3):
+            process = ChromiumProcess(self.config.executable, args, self.config.start_timeout)
+            try:
+                await process.start(self._tg)
+            except BrowserStartError:
+                if attempt == 2:
+                    raise
+                continue
+            return process
+        raise AssertionError("unreachable")
 
     @staticmethod
     async def _watch(watchdog: MemoryWatchdog, scope: anyio.CancelScope) -> None:

@@ -85,7 +85,8 @@ _ROOT_PREFIX = "iwr-chromium-"
 
 def sweep_stale_roots() -> None:
     """Remove temporary folders of browsers whose process died without cleaning up (SIGKILL)."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{_ROOT_PREFIX}*-*"):
+    places = {Path(tempfile.gettempdir()), Path("/tmp")}
+    for folder in (f for place in places for f in place.glob(f"{_ROOT_PREFIX}*-*")):
         owner = folder.name[len(_ROOT_PREFIX) :].split("-", 1)[0]
         if owner.isdigit() and int(owner) != os.getpid() and not Path(f"/proc/{owner}").exists():
             shutil.rmtree(folder, ignore_errors=True)
@@ -100,6 +101,7 @@ class ChromiumProcess:
         self.start_timeout = start_timeout
         sweep_stale_roots()
         self.root = Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-"))
+        self.short_tmp: Path | None = None
         self.jail = Jail()
         self.proc: subprocess.Popen[bytes] | None = None
         self.devtools_port = 0
@@ -133,6 +135,9 @@ class ChromiumProcess:
 
     def _env(self) -> dict[str, str]:
         tmp = self.root / "tmp"
+        # Chromium puts a Unix socket 46 characters below TMPDIR; socket paths end at 107 characters.
+        if len(str(tmp)) > 60:
+            tmp = self.short_tmp = Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-", dir="/tmp"))
         tmp.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CHROME_", "GOOGLE_"))}
         env.update(TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp), HOME=str(self.root), CHROME_HEADLESS="1")
@@ -164,7 +169,8 @@ class ChromiumProcess:
         path = self.root / "profile" / "DevToolsActivePort"
         while True:
             if self.proc is not None and self.proc.poll() is not None:
-                tail = (self.root / "chromium.log").read_text(errors="replace")[-400:]
+                lines = (self.root / "chromium.log").read_text(errors="replace").splitlines()
+                tail = "\n".join(line for line in lines if "crashpad" not in line)[-600:]
                 raise OSError(f"Chromium exited with status {self.proc.returncode}: {tail.strip()}")
             with suppress(OSError, ValueError):
                 lines = path.read_text().splitlines()
@@ -228,6 +234,8 @@ class ChromiumProcess:
             _wait_gone(group, 5.0)
         self.jail.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.short_tmp is not None:
+            shutil.rmtree(self.short_tmp, ignore_errors=True)
 
 
 def _wait_gone(pids: list[int], timeout: float) -> None:
