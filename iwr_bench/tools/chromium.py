@@ -10,6 +10,7 @@ is set up: tabs, their workers and frames (request interception on, then release
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, suppress
@@ -28,6 +29,8 @@ from iwr_bench.tools.memory import MemoryWatchdog
 from iwr_bench.tools.process import ChromiumProcess
 from iwr_bench.tools.scripts import JUDGE_WORLD, determinism_script, judge_init_script
 from iwr_bench.tools.tab import CdpTab
+
+logging.getLogger("cdp_use").setLevel(logging.ERROR)  # it logs every connection at INFO
 
 _Handler = Callable[[Mapping[str, Any], str | None], None]
 
