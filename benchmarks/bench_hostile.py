@@ -87,6 +87,6 @@ async def main(pages_at_once: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="judge the hostile corpus vs as many ordinary pages")
     parser.add_argument("--pages-at-once", type=int, default=2)
     anyio.run(main, parser.parse_args().pages_at_once)

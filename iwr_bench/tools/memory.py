@@ -2,10 +2,11 @@
 
 V8's heap flag does not cover ArrayBuffers, canvas pixels, WASM memory or the heaps of workers, so
 the bound is put on the renderer process itself: a watchdog reads the resident set size of every
-renderer of one Chromium several times a second and kills a renderer above the limit. Chromium
-then reports the page's target as crashed; :meth:`MemoryWatchdog.claim` gives the browser the
-reason to record ("the renderer used X MiB > limit"). Every tab runs in its own browser context,
-and Chromium never shares a renderer between contexts, so killing a renderer ends one page only.
+renderer of one Chromium ten times a second (looking for new renderers twice a second) and kills
+a renderer above the limit. Chromium then reports the page's target as crashed;
+:meth:`MemoryWatchdog.claim` gives the browser the reason to record ("the renderer used X MiB >
+limit"). Every tab runs in its own browser context, and Chromium never shares a renderer between
+contexts, so killing a renderer ends one page only.
 """
 
 from __future__ import annotations
@@ -48,10 +49,14 @@ def _rss(pid: int) -> int:
 class MemoryWatchdog:
     """Kills renderers of one browser whose resident memory exceeds ``limit_mb``."""
 
-    def __init__(self, browser_pid: int, limit_mb: int, interval: float = 0.1) -> None:
+    def __init__(self, browser_pid: int, limit_mb: int, interval: float = 0.1, rescan_every: int = 5) -> None:
         self.browser_pid = browser_pid
         self.limit_mb = limit_mb
         self.interval = interval
+        self.rescan_every = max(1, rescan_every)
+        """Walk the process tree for new renderers every this many passes (RSS is read every pass)."""
+        self._passes = 0
+        self._renderers: list[int] = []
         self.kills: deque[tuple[float, str]] = deque(maxlen=64)
         """Recent kills not yet matched to a crashed page: (monotonic time, reason)."""
         self.peak_mb = 0.0
@@ -62,10 +67,14 @@ class MemoryWatchdog:
         """One pass: kill over-limit renderers; returns the reasons of this pass's kills."""
         limit = self.limit_mb * _MIB
         reasons: list[str] = []
-        pids = descendants(self.browser_pid)
-        for pid in pids:
-            if not _is_renderer(pid, self._types):
-                continue
+        self._passes += 1
+        if self._passes % self.rescan_every == 1 or self.rescan_every == 1:
+            pids = descendants(self.browser_pid)  # the costly part: walk the process tree now and then
+            self._renderers = [pid for pid in pids if _is_renderer(pid, self._types)]
+            if len(self._types) > 4 * len(pids) + 64:
+                alive = set(pids)
+                self._types = {p: t for p, t in self._types.items() if p in alive}
+        for pid in self._renderers:
             rss = _rss(pid)
             self.peak_mb = max(self.peak_mb, rss / _MIB)
             if rss > limit:
@@ -74,9 +83,6 @@ class MemoryWatchdog:
                     reason = f"the renderer used {rss / _MIB:.0f} MiB > limit {self.limit_mb} MiB"
                     reasons.append(reason)
                     self.kills.append((time.monotonic(), reason))
-        if len(self._types) > 4 * len(pids) + 64:
-            alive = set(pids)
-            self._types = {p: t for p, t in self._types.items() if p in alive}
         return reasons
 
     def claim(self, within: float = 15.0) -> str | None:
