@@ -89,6 +89,7 @@ from iwr_bench.metrics.pair import CachedMetric, PairMetric
 from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
+from iwr_bench.tools.jail import containment_level
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
@@ -357,6 +358,7 @@ class Engine:
                 "determinism": pool.determinism.model_dump(mode="json"),
                 "limits": pool.limits.model_dump(mode="json"),
                 "isolation": pool.isolation,
+                "containment": containment_level(),
             },
             "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
             "generation": self._generation_manifest(),

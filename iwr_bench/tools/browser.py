@@ -1,12 +1,13 @@
 """The browser interface the tools are written against.
 
 :class:`Browser` opens sandboxed :class:`Tab` objects; the only implementation,
-:class:`iwr_bench.tools.chromium.ChromiumBrowser`, drives Debian's Chromium through browser-use.
+:class:`iwr_bench.tools.chromium.ChromiumBrowser`, drives Debian's Chromium over CDP (cdp-use) in a
+network and PID namespace of its own.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +30,8 @@ CHROMIUM_FLAGS: tuple[str, ...] = (
     "--force-color-profile=srgb",
     "--font-render-hinting=none",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--disable-crash-reporter",
+    "--disable-breakpad",
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
 )
 """Flags every sandbox Chromium starts with (plus the JS heap cap)."""
@@ -43,6 +46,8 @@ class BrowserConfig(BaseModel):
     """Chromium binary."""
     js_heap_mb: int = Field(default=512, ge=64)
     """V8 old-space cap per renderer, in MiB; a page that exceeds it crashes its renderer."""
+    memory_mb: int = Field(default=1024, ge=128)
+    """Resident memory a renderer may use before the watchdog kills it, in MiB."""
     extra_args: tuple[str, ...] = ()
     """More Chromium flags."""
     start_timeout: float = Field(default=30.0, gt=0)
@@ -82,8 +87,11 @@ class Tab(Protocol):
         """Mark the tab failed (after a timeout, say); later calls raise ``failure``."""
         ...
 
-    async def evaluate(self, expression: str, *, await_promise: bool = False) -> Any:
-        """Evaluate ``expression`` in the page and return its JSON value."""
+    async def evaluate(
+        self, expression: str, *, await_promise: bool = False, world: Literal["judge", "page"] = "judge"
+    ) -> Any:
+        """Evaluate ``expression`` and return its JSON value: in the judge's isolated world (default; it
+        shares the DOM, the page cannot see it) or in the page's own world."""
         ...
 
     async def mouse(self, kind: str, x: float, y: float, *, button: str = "none", clicks: int = 0) -> None:

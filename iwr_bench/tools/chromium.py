@@ -1,30 +1,36 @@
-"""The :class:`~iwr_bench.tools.browser.Browser` implementation on browser-use and Debian's Chromium.
+"""The :class:`~iwr_bench.tools.browser.Browser` implementation on Debian's Chromium.
 
-browser-use launches and kills the Chromium process (``BrowserSession`` with our ``BrowserProfile``).
-Its agent-oriented session manager is switched off for our tabs: with it attached, a page's
-``window.open`` stalled the opener's renderer for more than 5 s, and its dialog watchdog raced our
-own answers. The sandbox therefore speaks CDP over a dedicated cdp-use connection (browser-use's
-CDP library, the pattern its own integrations use), with browser-level auto-attach paused on start,
-so every new target is held until it is set up (tabs) or closed without running (popups).
+We start Chromium ourselves (:mod:`iwr_bench.tools.process`) inside a jail whose network holds only
+loopback and the page servers we open there (:mod:`iwr_bench.tools.jail`), with a memory watchdog
+over its renderers (:mod:`iwr_bench.tools.memory`). The sandbox speaks CDP over cdp-use (browser-use's
+CDP library), with browser-level auto-attach paused on start, so every new target is held until it
+is set up: tabs, their workers and frames (request interception on, then released) and popups
+(closed without running).
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+import logging
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, suppress
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import TaskGroup
 from cdp_use import CDPClient
 
-from iwr_bench.tools._browser_use import BrowserProfile, BrowserSession
 from iwr_bench.tools.browser import CHROMIUM_FLAGS, BrowserConfig, TabSetup
 from iwr_bench.tools.errors import BrowserStartError, PageFailure
-from iwr_bench.tools.scripts import init_script
+from iwr_bench.tools.jail import Containment, containment_level
+from iwr_bench.tools.memory import MemoryWatchdog
+from iwr_bench.tools.process import ChromiumProcess
+from iwr_bench.tools.scripts import JUDGE_WORLD, determinism_script, judge_init_script
 from iwr_bench.tools.tab import CdpTab
+
+logging.getLogger("cdp_use").setLevel(logging.ERROR)  # it logs every connection at INFO
 
 _Handler = Callable[[Mapping[str, Any], str | None], None]
 
@@ -34,9 +40,10 @@ class ChromiumBrowser:
 
     def __init__(self, config: BrowserConfig | None = None) -> None:
         self.config = config or BrowserConfig()
-        self._session: BrowserSession | None = None
+        self._process: ChromiumProcess | None = None
         self._client: CDPClient | None = None
-        self._profile_dir: str | None = None
+        self._watchdog: MemoryWatchdog | None = None
+        self._watch_scope: anyio.CancelScope | None = None
         self._stack: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
         self._tabs: dict[str, CdpTab] = {}
@@ -46,6 +53,7 @@ class ChromiumBrowser:
         self._attached: dict[str, str] = {}
         self._attach_waiters: dict[str, anyio.Event] = {}
         self._popups: dict[str, CdpTab] = {}
+        self._workers: dict[str, CdpTab] = {}
         self.launches = 0
 
     # ----- lifecycle ---------------------------------------------------------------------------
@@ -77,51 +85,73 @@ class ChromiumBrowser:
             self._tg.start_soon(func)
 
     async def _launch(self) -> None:
-        self._profile_dir = tempfile.mkdtemp(prefix="iwr-chromium-")
+        if self._tg is None:
+            raise BrowserStartError("ChromiumBrowser.start() was not called")
         args = [
             *CHROMIUM_FLAGS,
             f"--js-flags=--max-old-space-size={self.config.js_heap_mb}",
             *self.config.extra_args,
         ]
-        profile = BrowserProfile(
-            executable_path=self.config.executable,
-            headless=True,
-            chromium_sandbox=False,
-            user_data_dir=self._profile_dir,
-            enable_default_extensions=False,
-            highlight_elements=False,
-            args=args,
-        )
-        session = BrowserSession(browser_profile=profile)
+        process = await self._start_process(args)
+        client = CDPClient(process.ws_url, max_ws_frame_size=256 * 1024 * 1024)
         try:
             with anyio.fail_after(self.config.start_timeout):
-                await session.start()
-                # Stop browser-use's session manager from attaching to (and fighting over) our targets.
-                await session.cdp_client.send.Target.setAutoAttach(
-                    params={"autoAttach": False, "waitForDebuggerOnStart": False, "flatten": True}
-                )
-                url = session.cdp_url
-                if url is None:
-                    raise BrowserStartError("Chromium started without a CDP URL")
-                client = CDPClient(url, max_ws_frame_size=256 * 1024 * 1024)
                 await client.start()
-        except (TimeoutError, RuntimeError, OSError) as exc:
-            await self._kill_session(session)
-            raise BrowserStartError(f"could not start Chromium at {self.config.executable}: {exc}") from exc
-        self._session, self._client = session, client
+        except (TimeoutError, OSError) as exc:
+            await process.stop()
+            raise BrowserStartError(f"could not connect to Chromium's DevTools: {exc}") from exc
+        self._process, self._client = process, client
         self._register(client)
         await client.send.Target.setDiscoverTargets(params={"discover": True})
         await client.send.Target.setAutoAttach(
             params={"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
         )
+        self._watchdog = MemoryWatchdog(process.pid, self.config.memory_mb)
+        self._watch_scope = anyio.CancelScope()
+        self._tg.start_soon(self._watch, self._watchdog, self._watch_scope)
         self.launches += 1
 
-    async def _kill_session(self, session: BrowserSession) -> None:
-        with anyio.move_on_after(10):
+    async def _start_process(self, args: list[str]) -> ChromiumProcess:
+        """Start Chromium; a start that crashes (seen rarely under heavy load) is tried twice more."""
+        assert self._tg is not None
+        for attempt in range(3):
+            process = ChromiumProcess(self.config.executable, args, self.config.start_timeout)
             try:
-                await session.kill()
-            except (RuntimeError, OSError, TimeoutError):
-                return
+                await process.start(self._tg)
+            except BrowserStartError:
+                if attempt == 2:
+                    raise
+                continue
+            return process
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    async def _watch(watchdog: MemoryWatchdog, scope: anyio.CancelScope) -> None:
+        with scope:
+            await watchdog.run()
+
+    @property
+    def containment(self) -> Containment:
+        """What keeps pages in: ``netns`` (a network namespace) or ``intercept-only`` (CDP only)."""
+        return self._process.containment if self._process is not None else containment_level()
+
+    @property
+    def root(self) -> Path:
+        """Temporary folder of the running browser (profile, temporary files); removed when it stops."""
+        if self._process is None:
+            raise PageFailure("browser_crashed", "Chromium is not running")
+        return self._process.root
+
+    @property
+    def pid(self) -> int:
+        """PID of the running browser process (0 when none)."""
+        return self._process.pid if self._process is not None else 0
+
+    async def listen(self) -> socket.socket:
+        """A listening socket on 127.0.0.1 that pages of this browser can reach (and nothing else)."""
+        if self._process is None:
+            raise PageFailure("browser_crashed", "Chromium is not running")
+        return await anyio.to_thread.run_sync(self._process.jail.listen)
 
     async def _shutdown(self) -> None:
         for tab in list(self._tabs.values()):
@@ -133,17 +163,18 @@ class ChromiumBrowser:
         self._attached.clear()
         self._attach_waiters.clear()
         self._popups.clear()
+        self._workers.clear()
+        if self._watch_scope is not None:
+            self._watch_scope.cancel()
+            self._watch_scope = None
         client, self._client = self._client, None
         if client is not None:
             with anyio.move_on_after(5):
                 with suppress(RuntimeError, OSError, ConnectionError):
                     await client.stop()
-        session, self._session = self._session, None
-        if session is not None:
-            await self._kill_session(session)
-        if self._profile_dir is not None:
-            shutil.rmtree(self._profile_dir, ignore_errors=True)
-            self._profile_dir = None
+        process, self._process = self._process, None
+        if process is not None:
+            await process.stop()
 
     async def restart(self) -> None:
         """Kill Chromium and start a fresh one."""
@@ -199,7 +230,7 @@ class ChromiumBrowser:
             session_id = await self._wait_attached(target_id)
         finally:
             self._pending_contexts.discard(context_id)
-        tab = CdpTab(client, self._spawn, target_id, session_id, context_id, setup.origin)
+        tab = CdpTab(client, self._spawn, target_id, session_id, context_id, setup.origin, self.containment)
         tab.viewport = setup.viewport
         self._tabs[session_id] = tab
         self._by_target[target_id] = tab
@@ -253,16 +284,26 @@ class ChromiumBrowser:
             await tab.send("Emulation.setScrollbarsHidden", {"hidden": True})
         epoch = det.epoch_ms if det.clock == "fixed_start" else None
         await tab.send(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": determinism_script(setup.seed, epoch)}
+        )
+        await tab.send(
             "Page.addScriptToEvaluateOnNewDocument",
-            {"source": init_script(setup.seed, epoch, det.hide_caret)},
+            {"source": judge_init_script(det.hide_caret), "worldName": JUDGE_WORLD},
         )
         await tab.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]})
+        await tab.send("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0})
+        await tab.send(
+            "Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+        )
 
     def forget(self, tab: CdpTab) -> None:
         """Drop a closed tab from the event routing."""
         self._tabs.pop(tab.session_id, None)
         self._by_target.pop(tab.target_id, None)
         self._by_context.pop(tab.context_id, None)
+        for session, owner in list(self._workers.items()):
+            if owner is tab:
+                del self._workers[session]
 
     # ----- event routing -----------------------------------------------------------------------
     def _register(self, client: CDPClient) -> None:
@@ -276,7 +317,20 @@ class ChromiumBrowser:
 
             return route
 
+        def per_owner(handler: Callable[[CdpTab, Mapping[str, Any]], None]) -> _Handler:
+            def route(event: Mapping[str, Any], session_id: str | None) -> None:
+                key = session_id or ""
+                tab = self._tabs.get(key) or self._workers.get(key)
+                if tab is not None:
+                    handler(tab, event)
+
+            return route
+
         reg.Fetch.requestPaused(self._on_request_paused)
+        reg.Network.webSocketCreated(per_owner(CdpTab.on_websocket))
+        reg.Runtime.executionContextCreated(per_tab(CdpTab.on_context_created))
+        reg.Runtime.executionContextDestroyed(per_tab(CdpTab.on_context_destroyed))
+        reg.Runtime.executionContextsCleared(per_tab(lambda tab, _event: tab.on_contexts_cleared()))
         reg.Page.javascriptDialogOpening(per_tab(CdpTab.on_dialog))
         reg.Runtime.consoleAPICalled(per_tab(CdpTab.on_console))
         reg.Runtime.exceptionThrown(per_tab(CdpTab.on_exception))
@@ -292,6 +346,10 @@ class ChromiumBrowser:
         if tab is not None:
             tab.on_request_paused(event)
             return
+        worker_owner = self._workers.get(key)
+        if worker_owner is not None:
+            worker_owner.on_request_paused(event, key)
+            return
         owner = self._popups.get(key)
         if owner is not None:
             owner.on_popup_request(event, key)
@@ -301,6 +359,13 @@ class ChromiumBrowser:
         target_id, new_session = str(info["targetId"]), str(event["sessionId"])
         context_id = str(info.get("browserContextId") or "")
         owner = self._by_context.get(context_id) or self._by_target.get(str(info.get("openerId") or ""))
+        parent = self._tabs.get(session_id or "") or self._workers.get(session_id or "")
+        if info.get("type") != "page" and (parent or owner) is not None:
+            tab = parent or owner
+            assert tab is not None
+            self._workers[new_session] = tab
+            tab.on_worker(str(info.get("type", "")), str(info.get("url", "")), new_session)
+            return
         if owner is not None:
             self._popups[new_session] = owner
             owner.on_popup(target_id, str(info.get("url", "")), new_session)
@@ -329,6 +394,7 @@ class ChromiumBrowser:
 
     def _on_detached(self, event: Mapping[str, Any], session_id: str | None) -> None:
         self._popups.pop(str(event.get("sessionId", "")), None)
+        self._workers.pop(str(event.get("sessionId", "")), None)
         tab = self._tabs.get(str(event.get("sessionId", "")))
         if tab is not None and tab.failure is None:
             tab.fail(PageFailure("closed", "the tab was detached"))
@@ -337,6 +403,9 @@ class ChromiumBrowser:
         tab = self._by_target.get(str(event.get("targetId", "")))
         if tab is not None:
             status = event.get("status", "crashed")
+            reason = self._watchdog.claim() if self._watchdog is not None else None
             tab.fail(
-                PageFailure("page_crashed", f"the renderer {status} (error code {event.get('errorCode')})")
+                PageFailure(
+                    "page_crashed", reason or f"the renderer {status} (error code {event.get('errorCode')})"
+                )
             )

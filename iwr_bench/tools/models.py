@@ -64,6 +64,11 @@ class Limits(BaseModel):
     """Seconds closing a tab may take before its browser is restarted."""
     js_heap_mb: int = Field(default=512, ge=64)
     """V8 old-space cap per renderer (``--js-flags=--max-old-space-size``)."""
+    page_memory_mb: int = Field(default=1024, ge=128)
+    """Resident memory one page's renderer may use (everything: JS heap, ArrayBuffers, canvas, WASM,
+    workers); a renderer above it is killed and the page fails as ``page_crashed``."""
+    max_string_chars: int = Field(default=200, ge=16)
+    """Longest title, label, placeholder, href or other string ``observe`` returns per field."""
     max_elements: int = Field(default=400, ge=1)
     """Most interactive elements ``observe`` returns."""
     max_text_chars: int = Field(default=8000, ge=0)
@@ -204,6 +209,8 @@ class BlockedRequest(BaseModel):
     """CDP resource type (Document, Script, Image, Fetch, XHR, ...)."""
     reason: str
     """Why it was refused."""
+    source: Literal["page", "worker", "frame", "popup"] = "page"
+    """What made it: the page's own documents, one of its workers, an out-of-process frame, a popup."""
 
 
 class DialogRecord(BaseModel):
@@ -269,6 +276,10 @@ class PageState(BaseModel):
     """Uncaught exceptions."""
     failure: str | None = None
     """Set once the page has failed (timeout, crash)."""
+    containment: Literal["netns", "intercept-only"] = "netns"
+    """What kept the page's connections in: a network namespace holding only loopback and the page's
+    server (``netns``), or CDP request interception alone (``intercept-only``, when namespaces are
+    unavailable)."""
 
 
 class TextRun(BaseModel):

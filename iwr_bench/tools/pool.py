@@ -56,7 +56,12 @@ class PagePool:
         count = 1 if self.config.isolation == "context" else self.config.size
         self.browsers = [
             ChromiumBrowser(
-                self.config.browser.model_copy(update={"js_heap_mb": self.config.limits.js_heap_mb})
+                self.config.browser.model_copy(
+                    update={
+                        "js_heap_mb": self.config.limits.js_heap_mb,
+                        "memory_mb": self.config.limits.page_memory_mb,
+                    }
+                )
             )
             for _ in range(count)
         ]
@@ -106,8 +111,8 @@ class PagePool:
             slot = await self._take()
             browser = self.browsers[slot]
             try:
-                async with PageServer(spec.page, spec.assets_dir) as server:
-                    await self._ensure(browser)
+                await self._ensure(browser)
+                async with PageServer(spec.page, spec.assets_dir, listen=browser.listen) as server:
                     setup = TabSetup(
                         url=server.url,
                         origin=server.origin,

@@ -1,62 +1,118 @@
 """JavaScript the sandbox injects into pages.
 
-The init script runs before any page script (``Page.addScriptToEvaluateOnNewDocument``); the other
-snippets are evaluated on demand. All keep their state under ``window.__iwr__``.
+Two worlds. The page's own world gets only :func:`determinism_script` (seeded ``Math.random``, a
+clock that starts at a fixed instant, no WebRTC), written so the page cannot tell: the replaced
+functions print as native code, have native names, lengths and no ``prototype``, and the script
+uses only built-ins it captured before any page script ran. Everything else (the judge's element
+list and scroll container, caret hiding, the on-demand snippets below) runs in the isolated world
+:data:`JUDGE_WORLD`, which shares the DOM but not the JavaScript globals: the page cannot see or
+change ``window.__iwr__`` or the functions there.
 """
 
 from __future__ import annotations
 
 import json
 
-_INIT = r"""
+JUDGE_WORLD = "iwr-judge"
+"""Name of the isolated world the judge's scripts run in."""
+
+_DETERMINISM = r"""
 (() => {
   const cfg = %(cfg)s;
-  const state = { els: [], gen: 0 };
-  Object.defineProperty(window, '__iwr__', { value: state, enumerable: false });
+  const { apply, construct, defineProperty } = Reflect;
+  const wmGet = WeakMap.prototype.get, wmSet = WeakMap.prototype.set;
+  const fnToString = Function.prototype.toString;
+  const imul = Math.imul, floor = Math.floor;
+  const perf = performance, perfNow = Performance.prototype.now;
+  const shown = new WeakMap();
+  const show = (fn, name) => { apply(wmSet, shown, [fn, 'function ' + name + '() { [native code] }']); };
+  const toString = { toString() {
+    const text = apply(wmGet, shown, [this]);
+    return text === undefined ? apply(fnToString, this, arguments) : text;
+  } }.toString;
+  show(toString, 'toString');
+  defineProperty(Function.prototype, 'toString',
+    { value: toString, writable: true, enumerable: false, configurable: true });
   // Seeded PRNG (mulberry32): the same page gets the same sequence.
   let s = cfg.seed >>> 0;
-  Math.random = function random() {
+  const random = { random() {
     s = (s + 0x6D2B79F5) >>> 0;
     let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    t = imul(t ^ (t >>> 15), t | 1);
+    t ^= t + imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  } }.random;
+  show(random, 'random');
+  Math.random = random;
   if (cfg.epoch !== null) {
-    const RealDate = Date;
-    const t0 = performance.now();
-    const now = () => Math.floor(cfg.epoch + performance.now() - t0);
+    const RealDate = Date, dateString = Date.prototype.toString;
+    const t0 = apply(perfNow, perf, []);
+    const current = () => floor(cfg.epoch + apply(perfNow, perf, []) - t0);
+    const now = { now() { return current(); } }.now;
+    show(now, 'now');
     const FakeDate = new Proxy(RealDate, {
       construct(target, args, newTarget) {
-        return Reflect.construct(target, args.length ? args : [now()], newTarget);
+        return construct(target, args.length ? args : [current()], newTarget);
       },
-      apply() { return new RealDate(now()).toString(); },
+      apply() { return apply(dateString, new RealDate(current()), []); },
     });
+    show(FakeDate, 'Date');
+    const originDesc = Object.getOwnPropertyDescriptor(Performance.prototype, 'timeOrigin');
+    if (originDesc && originDesc.get) {
+      const getter = { get timeOrigin() { return cfg.epoch - t0; } };
+      const get = Object.getOwnPropertyDescriptor(getter, 'timeOrigin').get;
+      show(get, 'get timeOrigin');
+      defineProperty(Performance.prototype, 'timeOrigin', { ...originDesc, get });
+    }
     RealDate.now = now;
+    defineProperty(RealDate.prototype, 'constructor',
+      { value: FakeDate, writable: true, enumerable: false, configurable: true });
     window.Date = FakeDate;
   }
-  if (cfg.hideCaret) {
-    const add = () => {
-      const st = document.createElement('style');
-      st.textContent = '*,*::before,*::after{caret-color:transparent !important}';
-      (document.head || document.documentElement).appendChild(st);
-    };
-    if (document.documentElement) add(); else document.addEventListener('DOMContentLoaded', add);
+  if (cfg.noWebrtc) {
+    for (const name of ['RTCPeerConnection', 'webkitRTCPeerConnection', 'RTCDataChannel',
+      'RTCRtpSender', 'RTCRtpReceiver', 'RTCRtpTransceiver', 'RTCIceCandidate', 'RTCSessionDescription',
+      'RTCIceTransport', 'RTCDtlsTransport', 'RTCSctpTransport', 'RTCCertificate']) {
+      delete window[name];
+    }
   }
 })();
 """
 
 
-def init_script(seed: int, epoch_ms: int | None, hide_caret: bool) -> str:
-    """The script installed before page scripts: seeded ``Math.random``, clock, caret style."""
-    cfg = json.dumps({"seed": seed, "epoch": epoch_ms, "hideCaret": hide_caret})
-    return _INIT % {"cfg": cfg}
+def determinism_script(seed: int, epoch_ms: int | None, no_webrtc: bool = True) -> str:
+    """The page-world script: seeded ``Math.random``, the fixed clock start, no WebRTC."""
+    cfg = json.dumps({"seed": seed, "epoch": epoch_ms, "noWebrtc": no_webrtc})
+    return _DETERMINISM % {"cfg": cfg}
+
+
+_JUDGE_INIT = r"""
+(() => {
+  const cfg = %(cfg)s;
+  Object.defineProperty(window, '__iwr__', { value: { els: [], gen: 0 }, enumerable: false });
+  if (cfg.hideCaret) {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync('*,*::before,*::after{caret-color:transparent !important}');
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  }
+})();
+"""
+
+
+def judge_init_script(hide_caret: bool) -> str:
+    """The judge-world script run at every new document: its state, caret hiding."""
+    return _JUDGE_INIT % {"cfg": json.dumps({"hideCaret": hide_caret})}
 
 
 _OBSERVE = r"""
 (() => {
-  const MAX = %(max)d, MAXTEXT = %(maxtext)d;
-  const st = window.__iwr__;
+  const MAX = %(max)d, MAXTEXT = %(maxtext)d, MAXSTR = %(maxstr)d;
+  const st = window.__iwr__ || (window.__iwr__ = { els: [], gen: 0 });
+  const cut = (v, n = MAXSTR) => {
+    if (v === null || v === undefined) return null;
+    const t = String(v);
+    return t.length > n ? t.slice(0, n - 1) + '\u2026' : t;
+  };
   const W = innerWidth, H = innerHeight;
   const SEL = 'a[href],button,input:not([type=hidden]),select,textarea,summary,label[for],' +
     '[role=button],[role=link],[role=checkbox],[role=radio],[role=tab],[role=menuitem],[role=option],' +
@@ -86,22 +142,22 @@ _OBSERVE = r"""
     const cs = getComputedStyle(el);
     if (cs.visibility === 'hidden' || cs.display === 'none' || cs.opacity === '0') continue;
     if (out.length >= MAX) { truncated = true; break; }
-    const tag = el.tagName.toLowerCase();
-    const type = tag === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : null;
-    let role = el.getAttribute('role') || implicit[tag] || (type ? (inputRole[type] || 'textbox') : null);
-    let text = (el.innerText || el.value || '').replace(/\s+/g, ' ').trim();
-    if (text.length > 80) text = text.slice(0, 79) + '\u2026';
-    const labels = el.labels && el.labels.length ? Array.from(el.labels, (l) => l.innerText) : [];
-    let context = labels.length ? labels.join(' ') + ' | ' : '';
+    const tag = cut(el.tagName.toLowerCase(), 40);
+    const type = tag === 'input' ? cut((el.getAttribute('type') || 'text').toLowerCase(), 40) : null;
+    const role = cut(el.getAttribute('role') || implicit[tag] ||
+      (type ? (inputRole[type] || 'textbox') : null), 40);
+    const text = cut(String(el.innerText || el.value || '').slice(0, 4000).replace(/\s+/g, ' ').trim(), 80);
+    const labels = el.labels && el.labels.length ? Array.from(el.labels, (l) => cut(l.innerText, 80)) : [];
+    let context = labels.length ? cut(labels.join(' '), 160) + ' | ' : '';
     for (let a = el.parentElement, k = 0; a && a !== document.body && k < 6; a = a.parentElement, k++) {
-      const t = (a.innerText || '').replace(/\s+/g, ' ').trim();
-      if (t.length > text.length + 3) { context += t.length > 160 ? t.slice(0, 159) + '\u2026' : t; break; }
+      const t = String(a.innerText || '').slice(0, 4000).replace(/\s+/g, ' ').trim();
+      if (t.length > text.length + 3) { context += cut(t, 160); break; }
     }
     els.push(el);
     out.push({
       index: out.length, tag, text, role,
-      aria_label: el.getAttribute('aria-label'), placeholder: el.getAttribute('placeholder'),
-      input_type: type, href: tag === 'a' ? el.getAttribute('href') : null, context,
+      aria_label: cut(el.getAttribute('aria-label')), placeholder: cut(el.getAttribute('placeholder')),
+      input_type: type, href: tag === 'a' ? cut(el.getAttribute('href')) : null, context: cut(context, 340),
       box: { x: r.x, y: r.y, width: r.width, height: r.height },
       in_viewport: r.right > 0 && r.bottom > 0 && r.left < W && r.top < H,
     });
@@ -110,15 +166,19 @@ _OBSERVE = r"""
   let text = document.body ? document.body.innerText || '' : '';
   const textTruncated = text.length > MAXTEXT;
   if (textTruncated) text = text.slice(0, MAXTEXT);
-  return { url: location.href, title: document.title, elements: out, elements_truncated: truncated,
-           text, text_truncated: textTruncated };
+  return { url: cut(location.href, 2000), title: cut(document.title) || '', elements: out,
+           elements_truncated: truncated, text, text_truncated: textTruncated };
 })()
 """
 
 
-def observe_script(max_elements: int, max_text: int) -> str:
-    """Script returning the :class:`~iwr_bench.tools.models.Observation` fields as JSON."""
-    return _OBSERVE % {"max": max_elements, "maxtext": max_text}
+def observe_script(max_elements: int, max_text: int, max_string: int = 200) -> str:
+    """Script returning the :class:`~iwr_bench.tools.models.Observation` fields as JSON.
+
+    Every string is capped (``max_string`` for titles, labels, placeholders and hrefs; 80 for element
+    text, 340 for context, ``max_text`` for the page text), so a page cannot flood the caller.
+    """
+    return _OBSERVE % {"max": max_elements, "maxtext": max_text, "maxstr": max_string}
 
 
 _POINT = r"""
@@ -166,7 +226,7 @@ SCROLL_PROBE = r"""
       if (a > area) { area = a; best = el; }
     }
   }
-  window.__iwr__.scroller = best;
+  (window.__iwr__ || (window.__iwr__ = { els: [], gen: 0 })).scroller = best;
   let c = null;
   if (best) {
     const r = best.getBoundingClientRect();

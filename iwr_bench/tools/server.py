@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import mimetypes
 import posixpath
+import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -58,8 +60,14 @@ def locate_page(page: str | Path) -> tuple[Path, str]:
 class PageServer:
     """An aiohttp server on 127.0.0.1 (ephemeral port) for one page; an async context manager."""
 
-    def __init__(self, page: str | Path, assets_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        page: str | Path,
+        assets_dir: str | Path | None = None,
+        listen: Callable[[], Awaitable[socket.socket]] | None = None,
+    ) -> None:
         self.root, self.entry = locate_page(page)
+        self._listen = listen
         self.assets: Path | None = Path(assets_dir).expanduser().resolve() if assets_dir else None
         if self.assets is not None and not self.assets.is_dir():
             raise ToolError(f"assets folder not found: {self.assets}")
@@ -114,12 +122,17 @@ class PageServer:
         return web.FileResponse(target, headers=headers)
 
     async def start(self) -> None:
-        """Bind the server to an ephemeral port on 127.0.0.1."""
+        """Bind the server to an ephemeral port on 127.0.0.1 (or serve the socket ``listen`` gives)."""
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        # A browser in a network namespace hands over a socket made there (see tools/jail.py).
+        site = (
+            web.SockSite(runner, await self._listen())
+            if self._listen is not None
+            else web.TCPSite(runner, "127.0.0.1", 0)
+        )
         await site.start()
         self._runner = runner
         self.port = int(runner.addresses[0][1])

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from cdp_use import CDPClient
 
 from iwr_bench.tools.errors import PageFailure, ToolRetry
+from iwr_bench.tools.jail import Containment
 from iwr_bench.tools.models import (
     BlockedRequest,
     ConsoleRecord,
@@ -19,6 +20,7 @@ from iwr_bench.tools.models import (
     PopupRecord,
     Viewport,
 )
+from iwr_bench.tools.scripts import JUDGE_WORLD
 
 _MAX_RECORDS = 200
 _MAX_URL = 300
@@ -27,6 +29,11 @@ _NAVIGATED = (
     "Cannot find context",
     "Execution context was destroyed",
 )
+
+_AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+
+World = Literal["judge", "page"]
+"""Where :meth:`CdpTab.evaluate` runs: the judge's isolated world or the page's own."""
 
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 """Runs a coroutine function in the background (the browser's task group)."""
@@ -40,9 +47,17 @@ class CdpTab:
     """One page target in its own browser context, with everything the sandbox records about it."""
 
     def __init__(
-        self, client: CDPClient, spawn: Spawn, target_id: str, session_id: str, context_id: str, origin: str
+        self,
+        client: CDPClient,
+        spawn: Spawn,
+        target_id: str,
+        session_id: str,
+        context_id: str,
+        origin: str,
+        containment: Containment = "netns",
     ) -> None:
         self.client = client
+        self.containment: Containment = containment
         self.target_id = target_id
         self.session_id = session_id
         self.context_id = context_id
@@ -61,6 +76,9 @@ class CdpTab:
         self.page_errors: list[ConsoleRecord] = []
         self._popup_records: dict[str, PopupRecord] = {}
         self._popup_named: dict[str, anyio.Event] = {}
+        self._worker_kinds: dict[str, str] = {}
+        self._judge_context: str | None = None
+        self._judge_ready = anyio.Event()
 
     # ----- failure -----------------------------------------------------------------------------
     @property
@@ -117,17 +135,58 @@ class CdpTab:
             return failure
         return PageFailure("closed", f"{method} failed: {_short(text)}")
 
-    async def evaluate(self, expression: str, *, await_promise: bool = False) -> Any:
-        """Evaluate ``expression`` in the page's main world and return its JSON value."""
-        reply = await self.send(
-            "Runtime.evaluate",
-            {"expression": expression, "returnByValue": True, "awaitPromise": await_promise},
-        )
+    async def evaluate(self, expression: str, *, await_promise: bool = False, world: World = "judge") -> Any:
+        """Evaluate ``expression`` and return its JSON value.
+
+        ``world="judge"`` (default) runs it in the judge's isolated world: it sees the DOM but not the
+        page's JavaScript globals, and the page cannot see it. ``world="page"`` runs it in the page's
+        own world (tests and diagnostics only).
+        """
+        params: dict[str, Any] = {
+            "expression": expression,
+            "returnByValue": True,
+            "awaitPromise": await_promise,
+        }
+        if world == "judge":
+            params["uniqueContextId"] = await self._judge_world()
+        reply = await self.send("Runtime.evaluate", params)
         details = reply.get("exceptionDetails")
         if details:
             desc = details.get("exception", {}).get("description") or details.get("text", "")
             raise ToolRetry(f"page script failed: {_short(str(desc), 200)}")
         return reply.get("result", {}).get("value")
+
+    async def _judge_world(self) -> str:
+        """The unique id of the judge's world in the current main-frame document."""
+        if self._judge_context is None:
+            # Normally known from Runtime.executionContextCreated; ask for it when it is not yet.
+            reply = await self.send(
+                "Page.createIsolatedWorld", {"frameId": self.target_id, "worldName": JUDGE_WORLD}
+            )
+            wanted = int(reply["executionContextId"])
+            with anyio.move_on_after(1.0):
+                await self._judge_ready.wait()
+            if self._judge_context is None:
+                raise ToolRetry(f"the judge's world (context {wanted}) is not ready; observe again")
+        return self._judge_context
+
+    def on_context_created(self, event: Mapping[str, Any]) -> None:
+        """Runtime.executionContextCreated: remember the judge's world of the main frame."""
+        ctx = event.get("context", {})
+        aux = ctx.get("auxData", {})
+        if ctx.get("name") == JUDGE_WORLD and aux.get("frameId") == self.target_id:
+            self._judge_context = str(ctx.get("uniqueId"))
+            self._judge_ready.set()
+
+    def on_context_destroyed(self, event: Mapping[str, Any]) -> None:
+        """Runtime.executionContextDestroyed: forget the judge's world if it went."""
+        if str(event.get("executionContextUniqueId")) == self._judge_context:
+            self.on_contexts_cleared()
+
+    def on_contexts_cleared(self) -> None:
+        """Runtime.executionContextsCleared: the document went away."""
+        self._judge_context = None
+        self._judge_ready = anyio.Event()
 
     async def mouse(self, kind: str, x: float, y: float, *, button: str = "none", clicks: int = 0) -> None:
         """Send one ``Input.dispatchMouseEvent``."""
@@ -172,6 +231,7 @@ class CdpTab:
             console_errors=list(self.console_errors),
             page_errors=list(self.page_errors),
             failure=str(self._failure) if self._failure else None,
+            containment=self.containment,
         )
 
     async def close(self, grace: float) -> bool:
@@ -196,28 +256,80 @@ class CdpTab:
         if len(records) < _MAX_RECORDS:
             records.append(item)
 
-    def on_request_paused(self, event: Mapping[str, Any]) -> None:
-        """Fetch.requestPaused: let own-origin requests through, refuse the rest."""
+    def _same_origin(self, url: str) -> bool:
+        return url == self.origin or url.startswith(self.origin + "/")
+
+    def _refusal(self, url: str) -> str:
+        return "other origin" if url.startswith(("http:", "https:", "ws:", "wss:")) else "scheme not allowed"
+
+    def on_request_paused(self, event: Mapping[str, Any], session_id: str | None = None) -> None:
+        """Fetch.requestPaused (of the tab, or of one of its workers or frames when ``session_id`` is
+        given): let own-origin requests through, refuse the rest."""
         request_id = str(event["requestId"])
         url = str(event["request"]["url"])
         kind = str(event.get("resourceType", "Other"))
-        same = url == self.origin or url.startswith(self.origin + "/")
-        main_frame = event.get("frameId") == self.target_id and kind == "Document"
-        if same:
+        session = session_id or self.session_id
+        main_frame = session_id is None and event.get("frameId") == self.target_id and kind == "Document"
+        if self._same_origin(url):
             if main_frame and self.first_load_done:
                 self._add(self.navigations, NavigationRecord(url=_short(url), blocked=False))
-            self._reply("Fetch.continueRequest", {"requestId": request_id})
+            self._reply("Fetch.continueRequest", {"requestId": request_id}, session)
             return
-        reason = (
-            "other origin" if url.startswith(("http:", "https:", "ws:", "wss:")) else "scheme not allowed"
+        source = "page" if session_id is None else self._worker_source(session_id)
+        self._add(
+            self.blocked,
+            BlockedRequest(url=_short(url), resource_type=kind, reason=self._refusal(url), source=source),
         )
-        self._add(self.blocked, BlockedRequest(url=_short(url), resource_type=kind, reason=reason))
         if main_frame:
             # A 204 answer cancels the navigation and keeps the current document.
             self._add(self.navigations, NavigationRecord(url=_short(url), blocked=True))
             self._reply("Fetch.fulfillRequest", {"requestId": request_id, "responseCode": 204, "body": ""})
         else:
-            self._reply("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
+            params = {"requestId": request_id, "errorReason": "BlockedByClient"}
+            self._reply("Fetch.failRequest", params, session)
+
+    def _worker_source(self, session_id: str) -> Literal["worker", "frame"]:
+        return "frame" if self._worker_kinds.get(session_id) == "iframe" else "worker"
+
+    def on_worker(self, kind: str, url: str, session_id: str) -> None:
+        """A worker or out-of-process frame of this page (held at start): intercept its requests, then
+        let it run. A worker script from another origin is refused by the interception itself."""
+        self._worker_kinds[session_id] = kind
+
+        async def setup() -> None:
+            for method, params in (
+                ("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}),
+                ("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}),
+                (
+                    "Target.setAutoAttach",
+                    {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
+                ),
+            ):
+                try:
+                    await self.client.send_raw(method, params, session_id)
+                except RuntimeError:
+                    continue  # a target kind without that domain
+                except ConnectionError:
+                    return
+            try:
+                await self.client.send_raw("Runtime.runIfWaitingForDebugger", {}, session_id)
+            except (RuntimeError, ConnectionError):
+                return
+
+        self._spawn(setup)
+
+    def on_websocket(self, event: Mapping[str, Any]) -> None:
+        """Network.webSocketCreated: record a WebSocket to anywhere but the page's own server.
+
+        Interception does not see WebSockets; the jail's network refuses the connection."""
+        url = str(event.get("url", ""))
+        own = "ws" + self.origin[len("http") :]
+        if url == own or url.startswith(own + "/"):
+            return
+        self._add(
+            self.blocked,
+            BlockedRequest(url=_short(url), resource_type="WebSocket", reason=self._refusal(url)),
+        )
 
     def on_dialog(self, event: Mapping[str, Any]) -> None:
         """Page.javascriptDialogOpening: accept alerts/confirms/beforeunload, dismiss prompts."""
@@ -260,7 +372,9 @@ class CdpTab:
         """A request from a popup of this page: refuse it and record it."""
         url = str(event["request"]["url"])
         kind = str(event.get("resourceType", "Other"))
-        self._add(self.blocked, BlockedRequest(url=_short(url), resource_type=kind, reason="popup"))
+        self._add(
+            self.blocked, BlockedRequest(url=_short(url), resource_type=kind, reason="popup", source="popup")
+        )
         record = self._popup_records.get(session_id)
         if record is not None and not record.url and kind == "Document":
             record.url = _short(url)
@@ -301,10 +415,12 @@ class CdpTab:
         """Page.loadEventFired."""
         self.loaded.set()
 
-    def _reply(self, method: str, params: dict[str, Any]) -> None:
+    def _reply(self, method: str, params: dict[str, Any], session_id: str | None = None) -> None:
+        session = session_id or self.session_id
+
         async def send() -> None:
             try:
-                await self.client.send_raw(method, params, self.session_id)
+                await self.client.send_raw(method, params, session)
             except (RuntimeError, ConnectionError):
                 return
 

@@ -73,7 +73,9 @@ class PageTools:
         """List the interactive elements (indexed) and the visible text of the page."""
 
         async def body() -> Observation:
-            script = scripts.observe_script(self.limits.max_elements, self.limits.max_text_chars)
+            script = scripts.observe_script(
+                self.limits.max_elements, self.limits.max_text_chars, self.limits.max_string_chars
+            )
             value = await self.tab.evaluate(script)
             if not isinstance(value, dict):
                 raise ToolRetry("the page did not return an element list; try again")

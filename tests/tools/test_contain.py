@@ -1,0 +1,125 @@
+"""The sandbox keeps hostile pages in: no way out, bounded memory, an invisible judge, capped strings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from hostile_corpus import DETECT, FLOOD, ORDINARY, Listener, chromium_leftovers, hostile_pages
+
+from iwr_bench.tools import jail
+from iwr_bench.tools.errors import PageFailure
+from iwr_bench.tools.models import PageSpec
+from iwr_bench.tools.pool import PagePool, PoolConfig
+
+pytestmark = [pytest.mark.browser, pytest.mark.anyio]
+
+needs_netns = pytest.mark.skipif(
+    jail.containment_level() != "netns", reason="network namespaces are unavailable on this machine"
+)
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    with Listener(lifetime=120) as running:
+        yield running
+
+
+@needs_netns
+@pytest.mark.parametrize("name", ["exfil", "exfil-other"])
+async def test_no_channel_reaches_a_real_listener(
+    pool: PagePool, listener: Listener, tmp_path: Path, name: str
+) -> None:
+    page = hostile_pages(tmp_path, listener)[name]
+    async with pool.page(PageSpec(page=str(page))) as tools:
+        await anyio.sleep(2.0)  # workers start, WebRTC gathers candidates
+        obs = await tools.observe()
+        state = await tools.page_state()
+    await anyio.sleep(1.5)  # beacons and keep-alive requests sent while the tab closed
+    assert "sent" in obs.text
+    assert listener.hits == []
+    assert state.containment == "netns"
+    kinds = {(b.url.rsplit("/", 1)[-1], b.resource_type) for b in state.blocked_requests}
+    assert {("ws", "WebSocket"), ("worker-ws", "WebSocket"), ("frame", "Document")} <= kinds
+    # the workers' own sessions intercept (and record) what they ask for
+    assert {"worker-fetch", "worker-import.js"} <= {
+        b.url.rsplit("/", 1)[-1] for b in state.blocked_requests if b.source == "worker"
+    }
+
+
+async def test_renderer_over_its_memory_bound_is_killed(
+    pool: PagePool, listener: Listener, tmp_path: Path, write_page: Callable[..., Path]
+) -> None:
+    page = hostile_pages(tmp_path, listener)["memory"]
+    with pytest.raises(PageFailure) as info:
+        async with pool.page(PageSpec(page=str(page))) as tools:
+            for _ in range(40):
+                await tools.observe()
+                await anyio.sleep(0.25)
+    assert info.value.reason == "page_crashed"
+    limit = pool.config.limits.page_memory_mb
+    assert f"MiB > limit {limit} MiB" in str(info.value)
+    async with pool.page(PageSpec(page=str(write_page(ORDINARY, "ok.html")))) as tools:
+        await tools.observe()
+        await tools.click(0)
+        assert "count 1" in (await tools.observe()).text
+
+
+async def test_page_cannot_see_or_steer_the_judge(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    async with pool.page(PageSpec(page=str(write_page(DETECT)))) as tools:
+        await anyio.sleep(0.3)
+        obs = await tools.observe()
+        real = next(e.index for e in obs.elements if e.text == "real")
+        await tools.click(real)  # the page filled its own window.__iwr__ with decoys
+        after = await tools.observe()
+        ours = await tools.tab.evaluate("typeof window.__iwr__.els")
+    assert "clean" in obs.text, obs.text
+    assert "real clicked" in after.text
+    assert ours == "object"
+
+
+async def test_observe_caps_every_string(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    cap = pool.config.limits.max_string_chars
+    async with pool.page(PageSpec(page=str(write_page(FLOOD)))) as tools:
+        obs = await tools.observe()
+    assert len(obs.title) <= cap
+    for el in obs.elements:
+        for value in (el.aria_label, el.placeholder, el.href, el.role, el.input_type):
+            assert value is None or len(value) <= cap
+        assert len(el.text) <= 80 and len(el.context) <= 340
+    assert len(obs.model_dump_json()) < 20_000
+
+
+async def test_without_namespaces_the_fallback_is_announced_and_recorded(
+    monkeypatch: pytest.MonkeyPatch, write_page: Callable[..., Path]
+) -> None:
+    monkeypatch.setenv(jail.FORCE_ENV, "intercept-only")
+    jail._warn_once.cache_clear()  # pyright: ignore[reportPrivateUsage]
+    html = "<p id=o>x</p><script>fetch('http://127.0.0.1:9/').catch(() => o.textContent = 'refused')</script>"
+    spec = PageSpec(page=str(write_page(html)))
+    with pytest.warns(jail.ContainmentWarning, match="intercept-only"):
+        async with PagePool(PoolConfig(size=1)) as own, own.page(spec) as tools:
+            obs = await tools.observe()
+            state = await tools.page_state()
+            pid = own.browsers[0].pid
+    assert state.containment == "intercept-only"
+    assert "refused" in obs.text and state.blocked_requests
+    assert chromium_leftovers([pid]) == []
+
+
+async def test_restarted_browser_is_really_gone(write_page: Callable[..., Path]) -> None:
+    async with PagePool(PoolConfig(size=1)) as own:
+        browser = own.browsers[0]
+        old_pid = browser.pid
+        old_root = browser.root
+        await browser.restart()
+        assert chromium_leftovers([old_pid], (str(old_root),)) == []
+        assert not old_root.exists()
+        async with own.page(PageSpec(page=str(write_page(ORDINARY)))) as tools:
+            await tools.observe()
+            await tools.click(0)
+        new_pid, new_root = browser.pid, browser.root
+    assert chromium_leftovers([new_pid], (str(new_root),)) == []
+    assert not new_root.exists()
