@@ -92,7 +92,7 @@ def parse(assertion: str) -> Parsed:
         if found:
             claims.extend(found)
         elif _says_something(clause):
-            unchecked.append(clause.strip(" .:,;"))
+            unchecked.append(re.sub(r"\s+(?:and|but|while|then)\s*$", "", clause).strip(" .:,;"))
     return Parsed(claims, unchecked)
 
 
