@@ -473,7 +473,7 @@ class Engine:
                 limits={lim.name: lim.capacity for lim in self.limits.all()},
             )
         )
-        status, message = "completed", ""
+        status, message = "cancelled", "stopped before the end; resumable"  # until the work returns
         wall = 0.0
         stopped: RunFolderError | None = None
         try:
@@ -497,6 +497,7 @@ class Engine:
                                 for slug in self.generators:
                                     work.start_soon(self._pipeline, task, slug, pool, metrics)
                         tg.cancel_scope.cancel()
+            status, message = "completed", ""
             if scope.cancelled_caught:
                 status, message = "cancelled", "stopped by a signal; resumable"
         except Exception as exc:
