@@ -26,7 +26,7 @@ from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.pair import Pair, PairMetric
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity (list.remove), never by their images
 class _Request:
     pairs: list[Pair]
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -35,7 +35,7 @@ class _Request:
     batch: _Batch | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class _Batch:
     requests: list[_Request]
     deadline: float

@@ -119,7 +119,7 @@ class _StuckOnTitle:
 def _judges() -> JudgeSet:
     grounder, _ = create("grounder", "heuristic")
     assertions, _ = create("assertions", "heuristic")
-    return JudgeSet(_StuckOnTitle(grounder, "slow-grounding", 25.0), assertions)
+    return JudgeSet(_StuckOnTitle(grounder, "slow-grounding", 30.0), assertions)
 
 
 @pytest.mark.browser
@@ -144,7 +144,7 @@ async def test_hostile_pages_never_stop_the_others(
                     {"name": "oracle"},  # the synthetic tasks have no reference page
                     {"name": "blank"},
                 ],
-                "limits": {"browser_pages": 1, "stall_after_s": 20, "judge_call_timeout_s": 5},
+                "limits": {"browser_pages": 1, "stall_after_s": 20, "judge_call_timeout_s": 10},
                 "browser": {"action_timeout_s": 600},  # the browser tools would not stop the hang
             }
         )
@@ -156,11 +156,14 @@ async def test_hostile_pages_never_stop_the_others(
         assert engine.store is not None
         jobs = {j.id: j for j in engine.store.jobs("judge")}
         hung, wedged = jobs["judge/1/vllm_hang"], jobs["judge/1/vllm_stuck"]
-        assert (hung.status, hung.failure) == ("failed", "stalled")
+        assert (hung.status, hung.failure) == ("failed", "stalled"), [
+            (j.id, j.failure, j.message) for j in jobs.values()
+        ]
         assert "no progress for 20 s" in hung.message and "action 1/2" in hung.message
         assert (wedged.status, wedged.failure) == ("failed", "timeout")
-        assert "grounder call took over 5 s" in wedged.message, wedged.message
-        assert wedged.seconds is not None and wedged.seconds < 20  # not the thread's 25 s
+        assert "grounder call took over 10 s" in wedged.message, wedged.message
+        assert wedged.started is not None and wedged.finished is not None
+        assert wedged.finished - wedged.started < 25  # at the call's deadline, not after the thread's 30 s
         assert jobs["judge/1/blank"].status == "done"
         events = list(engine.store.iter_events())
         hang_end = next(e.seq for e in events if isinstance(e, JobFinished) and e.job == hung.id)
