@@ -177,14 +177,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     no run folder behind; once the run completed, either signal exits 0.
     """
     with _terminate_as_interrupt():
-        if args.resume:
-            run_dir: Path = args.resume
-            config = _resumed_config(run_dir)
-        else:
-            config = build_config(args)
-            run_dir = _run_dir(args, config)
+        config = None if args.resume else build_config(args)
+        run_dir: Path = args.resume or _run_dir(args, config or RunConfig())
         lock = RunLock(run_dir).acquire()  # a second process on this folder stops here, in one line
         try:
+            if config is None:
+                config = _resumed_config(run_dir)
             if not args.resume and (run_dir / STORE_NAME).exists():
                 raise UserError(
                     f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`"

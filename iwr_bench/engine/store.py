@@ -236,6 +236,8 @@ class RunStore:
         try:
             version = self._get("meta", "schema_version")
         except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CANTOPEN:
+                raise StoreError(f"cannot open the run store {path}: {exc}") from exc
             raise StoreError(f"{path} is not a run store: {exc}") from exc
         if version != SCHEMA_VERSION:
             raise StoreError(f"{path} has store version {version}; this iwr-bench reads {SCHEMA_VERSION}")

@@ -318,26 +318,35 @@ async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
             stdout=sink,
             stderr=sink,
         )
-    deadline = time.monotonic() + 400
-    while _judged(run_dir) < 1 or _judged(run_dir, "gen") < 2:
-        assert proc.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, "the run never judged a page"
-        await anyio.sleep(0.1)
-    second = await anyio.to_thread.run_sync(
-        lambda: subprocess.run(
-            [sys.executable, "-m", "iwr_bench", "run", "--resume", str(run_dir)],
-            capture_output=True,
-            text=True,
-            timeout=120,
+    try:
+        deadline = time.monotonic() + 400
+        while not (run_dir / "run.sqlite").exists():  # it holds the lock from before this point
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the run never started"
+            await anyio.sleep(0.1)
+        second = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [sys.executable, "-m", "iwr_bench", "run", "--resume", str(run_dir)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         )
-    )
-    assert second.returncode == 2
-    assert second.stderr.strip().splitlines() == [
-        line for line in second.stderr.strip().splitlines() if f"is in use by pid {proc.pid}" in line
-    ]
-    assert len(second.stderr.strip().splitlines()) == 1
-    proc.send_signal(signum)
-    assert await anyio.to_thread.run_sync(lambda: proc.wait(120)) == 130
+        assert second.returncode == 2
+        assert second.stderr.strip().splitlines() == [
+            line for line in second.stderr.strip().splitlines() if f"is in use by pid {proc.pid}" in line
+        ]
+        assert len(second.stderr.strip().splitlines()) == 1
+        while _judged(run_dir) < 1 or _judged(run_dir, "gen") < 2:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the run never judged a page"
+            await anyio.sleep(0.1)
+        proc.send_signal(signum)
+        assert await anyio.to_thread.run_sync(lambda: proc.wait(120)) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(60)
     text = log.read_text()
     assert "Traceback" not in text and f"iwr run --resume {run_dir}" in text
     assert _judged(run_dir) == 1  # stopped in the middle
@@ -387,12 +396,17 @@ def test_sigterm_before_the_store_exists_leaves_nothing(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 120
-    while Path(f"/proc/{proc.pid}/wchan").read_text() not in ("wait_for_partner", "fifo_open"):
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while Path(f"/proc/{proc.pid}/wchan").read_text() not in ("wait_for_partner", "fifo_open"):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert err.strip().splitlines() == ["iwr: interrupted"]
     assert not out.exists()
