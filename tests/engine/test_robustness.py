@@ -342,7 +342,7 @@ async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
             assert time.monotonic() < deadline, "the run never judged a page"
             await anyio.sleep(0.1)
         proc.send_signal(signum)
-        assert await anyio.to_thread.run_sync(lambda: proc.wait(120)) == 130
+        assert await anyio.to_thread.run_sync(lambda: proc.wait(400)) == 130  # after the OCR thread ends
     finally:
         if proc.poll() is None:
             proc.kill()
