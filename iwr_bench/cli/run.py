@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import shutil
+import signal
 import sys
+import threading
+from collections.abc import Callable, Generator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import anyio
@@ -16,6 +23,7 @@ from rich.table import Table
 from iwr_bench.agents.generation import ModelConfig
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config
+from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.progress import LiveProgress, PlainProgress
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.engine.store import STORE_NAME, RunStore
@@ -170,24 +178,100 @@ def _resumed_config(run_dir: Path) -> RunConfig:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run or resume; exit 0 only when the run completed."""
-    if args.resume:
-        run_dir: Path = args.resume
-        config = _resumed_config(run_dir)
-    else:
-        config = build_config(args)
-        run_dir = _run_dir(args, config)
-        if (run_dir / STORE_NAME).exists():
-            raise UserError(f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`")
-    engine = Engine(config, run_dir, resume=bool(args.resume), retry_failed=args.retry_failed)
-    engine.prepare()
-    if args.tui:
-        from iwr_bench.tui.app import run_tui
+    """Run or resume; exit 0 only when the run completed.
 
-        outcome = run_tui(engine)
-    else:
-        outcome = _run_plain(engine, quiet=args.quiet or args.json)
-    return _finish(engine, outcome, as_json=args.json, quiet=args.quiet)
+    SIGTERM stops a run like Ctrl-C (resumable, exit 130); before the run has started it leaves
+    no run folder behind; once the run completed, either signal exits 0.
+    """
+    with _terminate_as_interrupt():
+        config = None if args.resume else build_config(args)
+        run_dir: Path = args.resume or _run_dir(args, config or RunConfig())
+        lock = RunLock(run_dir).acquire()  # a second process on this folder stops here, in one line
+        try:
+            if config is None:
+                config = _resumed_config(run_dir)
+            if not args.resume and (run_dir / STORE_NAME).exists():
+                raise UserError(
+                    f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`"
+                )
+            engine = Engine(
+                config, run_dir, resume=bool(args.resume), retry_failed=args.retry_failed, lock=lock
+            )
+            try:
+                engine.prepare()
+                if args.tui:
+                    from iwr_bench.tui.app import run_tui
+
+                    outcome = run_tui(engine)
+                else:
+                    outcome = _run_plain(engine, quiet=args.quiet or args.json)
+            except KeyboardInterrupt:
+                if not args.resume:
+                    _discard_unstarted(engine, lock)
+                raise
+            if outcome.status == "completed":
+                _exit_zero_on_stop()
+            return _finish(engine, outcome, as_json=args.json, quiet=args.quiet)
+        finally:
+            lock.release()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Generator[None]:
+    """SIGTERM raises KeyboardInterrupt while ``iwr run`` prepares (the engine watches both while it runs)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_quietly(signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(0)
+
+
+def _is_cli_process() -> bool:
+    """Whether this process is the ``iwr`` command (not a host that called ``main`` in-process)."""
+    main = sys.modules.get("__main__")
+    return getattr(main, "__package__", None) == "iwr_bench" or Path(sys.argv[0]).name == "iwr"
+
+
+def _exit_zero_on_stop() -> None:
+    """The run completed and is stored: from now on SIGTERM and SIGINT end the process with 0."""
+    if threading.current_thread() is threading.main_thread() and _is_cli_process():
+        handler: Callable[[int, FrameType | None], None] = _exit_quietly
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
+
+
+def _discard_unstarted(engine: Engine, lock: RunLock) -> None:
+    """Interrupted before the run started (no manifest yet): leave no half-created run behind."""
+    store = engine.store
+    started = store is not None and bool(store.manifest())
+    if store is not None:
+        store.close()
+        engine.store = None
+    if started:
+        return
+    if lock.created_dir:
+        lock.release(remove_dir_if_empty=False)
+        shutil.rmtree(engine.run_dir, ignore_errors=True)
+        return
+    for suffix in ("", "-wal", "-shm"):
+        (engine.run_dir / f"{STORE_NAME}{suffix}").unlink(missing_ok=True)
 
 
 def _run_plain(engine: Engine, *, quiet: bool) -> RunOutcome:

@@ -4,6 +4,12 @@ Jobs ask for their pairs' similarities whenever they finish a replay. :class:`Ba
 collects the requests that arrive within a short window and sends them to the metric as one
 batch (one model forward pass for the embedders), up to ``max_batch`` pairs; each caller gets
 its own values back. At most ``workers`` batches run at once (the "metric workers" limit).
+
+Each batch has a deadline (``timeout``, counted from the batch's start, not from the time its
+callers spent queued). With a :class:`~iwr_bench.engine.deadlines.Background` the batch runs in a
+task of its own: its callers stop waiting at the deadline (their jobs fail as ``timeout``) even
+when the metric is stuck in a worker thread, which cannot be cancelled and finishes on its own;
+a caller that is cancelled (its job timed out) leaves the other callers' batch running.
 """
 
 from __future__ import annotations
@@ -14,17 +20,38 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from iwr_bench.engine.deadlines import Background, StepTimeout, bounded_step, queued
 from iwr_bench.engine.limits import NamedLimit
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.pair import Pair, PairMetric
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity (list.remove), never by their images
 class _Request:
     pairs: list[Pair]
     done: anyio.Event = field(default_factory=anyio.Event)
     values: list[float] | None = None
     error: BaseException | None = None
+    batch: _Batch | None = None
+
+
+@dataclass(eq=False)
+class _Batch:
+    requests: list[_Request]
+    deadline: float
+    """Loop time by which the batch must be done."""
+    finished: anyio.Event = field(default_factory=anyio.Event)
+
+    def settle(self, values: list[float] | None, error: BaseException | None) -> None:
+        """Hand each request that still waits its values (or the error)."""
+        start = 0
+        for r in self.requests:
+            n = len(r.pairs)
+            if not r.done.is_set():
+                r.values, r.error = (None, error) if values is None else (values[start : start + n], None)
+                r.done.set()
+            start += n
+        self.finished.set()
 
 
 class BatchingMetric:
@@ -38,6 +65,8 @@ class BatchingMetric:
         window: float = 0.02,
         max_batch: int = 32,
         timer: Callable[[str], AbstractContextManager[None]] = lambda kind: nullcontext(),
+        timeout: float = 300.0,
+        background: Background | None = None,
     ) -> None:
         self.inner = inner
         self.timer = timer
@@ -45,56 +74,106 @@ class BatchingMetric:
         self.limit = limit
         self.window = window
         self.max_batch = max_batch
+        self.timeout = timeout
+        """Longest one batch may take once started."""
+        self.background = background
         self._pending: list[_Request] = []
         self.batches = 0
         self.pairs = 0
+        self.timeouts = 0
 
     @property
     def backend(self) -> Backend:
         """What computes it."""
         return self.inner.backend
 
+    @property
+    def step(self) -> str:
+        """How a timed-out batch is named in failure messages."""
+        return f"{self.backend.metric} metric batch"
+
     async def __call__(self, pairs: Sequence[Pair]) -> list[float]:
-        """Similarities of ``pairs``, computed in a batch with other jobs' pairs."""
+        """Similarities of ``pairs``, computed in a batch with other jobs' pairs.
+
+        Raises:
+            StepTimeout: the batch holding these pairs went past its deadline.
+        """
         if not pairs:
             return []
         request = _Request(list(pairs))
         self._pending.append(request)
-        while not request.done.is_set():
-            async with self.limit:
-                if request.done.is_set():
-                    break
-                await anyio.sleep(self.window)
-                await self._run_batch()
+        try:
+            while not request.done.is_set():
+                if request.batch is not None:
+                    await self._wait(request.batch)
+                    continue
+                with queued():
+                    async with self.limit:
+                        if request.done.is_set() or request.batch is not None:
+                            continue
+                        await anyio.sleep(self.window)
+                        await self._run_batch()
+        finally:
+            if request in self._pending:  # a cancelled caller withdraws what was not started
+                self._pending.remove(request)
         if request.error is not None:
             raise request.error
         assert request.values is not None
         return request.values
 
-    async def _run_batch(self) -> None:
-        batch: list[_Request] = []
+    def _take(self) -> _Batch | None:
+        taken: list[_Request] = []
         size = 0
-        while self._pending and (not batch or size + len(self._pending[0].pairs) <= self.max_batch):
-            taken = self._pending.pop(0)
-            batch.append(taken)
-            size += len(taken.pairs)
-        if not batch:
-            return
+        while self._pending and (not taken or size + len(self._pending[0].pairs) <= self.max_batch):
+            r = self._pending.pop(0)
+            taken.append(r)
+            size += len(r.pairs)
+        if not taken:
+            return None
+        batch = _Batch(taken, anyio.current_time() + self.timeout)
+        for r in taken:
+            r.batch = batch
+        return batch
+
+    async def _compute(self, batch: _Batch) -> None:
+        pairs = [p for r in batch.requests for p in r.pairs]
         try:
             with self.timer("metric"):
-                values = await self.inner([p for r in batch for p in r.pairs])
+                values = await self.inner(pairs)
         except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
-            for r in batch:
-                r.error = exc
-                r.done.set()
+            batch.settle(None, exc)
             return
-        except BaseException:
-            self._pending[:0] = batch  # cancelled: the other callers take their requests back
-            raise
         self.batches += 1
-        self.pairs += size
-        start = 0
-        for r in batch:
-            r.values = values[start : start + len(r.pairs)]
-            start += len(r.pairs)
-            r.done.set()
+        self.pairs += len(pairs)
+        batch.settle(values, None)
+
+    async def _run_batch(self) -> None:
+        batch = self._take()
+        if batch is None:
+            return
+        if self.background is not None and self.background.active:
+            self.background.start(lambda: self._compute(batch))
+            await self._wait(batch)
+            return
+        # No background: the batch runs in this caller's task (a thread it waits on holds it).
+        try:
+            with bounded_step(self.step, self.timeout), anyio.move_on_after(self.timeout):
+                await self._compute(batch)
+        except BaseException:
+            for r in batch.requests:  # cancelled: the other callers take their requests back
+                if not r.done.is_set():
+                    r.batch = None
+                    self._pending.insert(0, r)
+            raise
+        self._expire(batch)
+
+    async def _wait(self, batch: _Batch) -> None:
+        left = max(0.0, batch.deadline - anyio.current_time())
+        with bounded_step(self.step, left), anyio.move_on_after(left):
+            await batch.finished.wait()
+        self._expire(batch)
+
+    def _expire(self, batch: _Batch) -> None:
+        if not batch.finished.is_set():
+            self.timeouts += 1
+            batch.settle(None, StepTimeout(self.step, self.timeout))

@@ -43,10 +43,16 @@ A complete run file (every key is optional; the values shown are the defaults)::
     model_calls = 4               # per provider, unless [limits.providers] says otherwise
     providers = { openai = 8 }
     recover_after_s = 30          # adaptive limits grow back after this long without a 429
+    generation_timeout_s = 3600   # one generation job, waiting for its provider included
+    judge_timeout_s = 1200        # one judging job, from the moment it has its browser page
+    judge_call_timeout_s = 300    # one grounder / assertion judge / rubric call (queue included)
+    metric_timeout_s = 300        # one metric batch, once started
+    stall_after_s = 180           # a judging job silent this long (outside the steps above) is failed
 
     [browser]
     settle = "stable"             # or "fixed" (the published 1 s / 0.5 s / 1 s waits)
-    action_timeout_s = 10
+    action_timeout_s = 10         # one browser action, settling included
+    load_timeout_s = 15           # the page's initial load
 """
 
 from __future__ import annotations
@@ -129,6 +135,17 @@ class LimitSettings(BaseModel):
     """Per-provider overrides of ``model_calls``."""
     recover_after_s: float = Field(default=30.0, gt=0)
     """Quiet time after which a rate-limited provider's limit grows by one."""
+    generation_timeout_s: float = Field(default=3600.0, gt=0)
+    """Longest one generation job may take (waiting for its provider included): then ``timeout``."""
+    judge_timeout_s: float = Field(default=1200.0, gt=0)
+    """Longest one judging job may take once it has its browser page: then ``timeout``."""
+    judge_call_timeout_s: float = Field(default=300.0, gt=0)
+    """Longest one grounder, assertion-judge or rubric call may take (waiting for a slot included)."""
+    metric_timeout_s: float = Field(default=300.0, gt=0)
+    """Longest one metric batch may take once started."""
+    stall_after_s: float = Field(default=180.0, gt=0)
+    """A judging job with no sign of life this long, outside a step with its own deadline or a
+    queue, is failed as ``stalled`` and its browser page freed."""
 
 
 class BrowserSettings(BaseModel):
@@ -139,7 +156,9 @@ class BrowserSettings(BaseModel):
     settle: Literal["stable", "fixed"] = "stable"
     """Wait for stable screenshots, or the published fixed waits."""
     action_timeout_s: float = Field(default=10.0, gt=0)
-    """Longest one browser action may take."""
+    """Longest one browser action (settling included) may take: then the action fails as ``timeout``."""
+    load_timeout_s: float = Field(default=15.0, gt=0)
+    """Longest the page's initial load may take: then ``page_load_failed``."""
 
 
 class RunConfig(BaseModel):

@@ -3,6 +3,12 @@
 Offline judges come from the registry. LLM judges get their model wrapped in
 :class:`~iwr_bench.engine.judge_model.StoredModel`, so their requests count against the
 "judge calls" limit and their answers are kept in the run's store.
+
+The engine wraps every role in a deadline (:meth:`JudgeSet.with_deadlines`): a grounder,
+assertion-judge or rubric call that takes longer than ``[limits] judge_call_timeout_s`` (waiting
+for a judge-call slot included) raises :class:`~iwr_bench.engine.deadlines.StepTimeout`, and
+the job fails as ``timeout``. The call runs in a background task, so a judge stuck in a worker
+thread (OCR, CLIP) cannot hold its job past the deadline.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from typing import Any
 from pydantic_ai.models import Model
 
 from iwr_bench.agents.generation import ModelConfig, build_model
-from iwr_bench.agents.grounding import Grounder
-from iwr_bench.agents.judge.records import AssertionJudge
+from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
+from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
+from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.engine.config import JudgeSettings
+from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.judge_model import Get, Put, StoredModel
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
@@ -53,6 +61,17 @@ class JudgeSet:
             **self._description,
         }
 
+    def with_deadlines(self, seconds: float, background: Background) -> JudgeSet:
+        """The same judges, each call bounded by ``seconds`` (run in ``background``'s tasks)."""
+        rubric = None if self.rubric is None else DeadlineRubric(self.rubric, seconds, background)
+        return JudgeSet(
+            DeadlineGrounder(self.grounder, seconds, background),
+            DeadlineAssertions(self.assertions, seconds, background),
+            rubric,
+            models=self.models,
+            description=self._description,
+        )
+
     async def __aenter__(self) -> JudgeSet:
         for model in self.models:
             await self._stack.enter_async_context(model)
@@ -62,6 +81,62 @@ class JudgeSet:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self._stack.aclose()
+
+
+class _Deadline:
+    """Shared part of the deadline wrappers: the inner judge, its name, the bound."""
+
+    step = "judge call"
+
+    def __init__(self, inner: Any, seconds: float, background: Background) -> None:
+        self.inner = inner
+        self.seconds = seconds
+        self.background = background
+
+    @property
+    def name(self) -> str:
+        """The wrapped judge's name."""
+        return str(getattr(self.inner, "name", type(self.inner).__name__))
+
+
+class DeadlineGrounder(_Deadline):
+    """A :class:`~iwr_bench.agents.grounding.Grounder` whose calls have a deadline."""
+
+    step = "grounder call"
+
+    @property
+    def wants_screenshot(self) -> bool:
+        """Whether the wrapped grounder wants a screenshot with the observation."""
+        return bool(getattr(self.inner, "wants_screenshot", False))
+
+    async def __call__(self, request: GroundingRequest) -> Grounding:
+        """Ground within the deadline (raises ``StepTimeout`` past it)."""
+        grounder: Grounder = self.inner
+        return await self.background.call(self.step, self.seconds, lambda: grounder(request))
+
+
+class DeadlineAssertions(_Deadline):
+    """An :class:`~iwr_bench.agents.judge.records.AssertionJudge` whose calls have a deadline."""
+
+    step = "assertion judge call"
+
+    async def __call__(self, request: AssertionRequest) -> AssertionVerdict:
+        """Judge within the deadline (raises ``StepTimeout`` past it)."""
+        judge: AssertionJudge = self.inner
+        return await self.background.call(self.step, self.seconds, lambda: judge(request))
+
+
+class DeadlineRubric(_Deadline):
+    """A rubric judge whose calls have a deadline."""
+
+    step = "rubric call"
+
+    async def __call__(self, reference_png: bytes, generated_png: bytes) -> RubricResult:
+        """Score within the deadline (raises ``StepTimeout`` past it)."""
+        judge = self.inner
+        return await self.background.call(
+            self.step, self.seconds, lambda: judge(reference_png, generated_png)
+        )
 
 
 def _judge_model(

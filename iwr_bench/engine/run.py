@@ -17,6 +17,7 @@ import logging
 import os
 import platform
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -50,13 +51,14 @@ from iwr_bench.agents.generation import (
 from iwr_bench.agents.generation.calls import Caller
 from iwr_bench.agents.generation.official import describe, for_protocol
 from iwr_bench.agents.generation.prompt import PromptFile, load_prompt_file
-from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics
+from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
-from iwr_bench.agents.judge.records import undetermined_rate
+from iwr_bench.agents.judge.records import ActionRecord, Replay, undetermined_rate
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.config import RunConfig, is_baseline, provider_of
+from iwr_bench.engine.deadlines import Background, Progress, StepTimeout, find_error, tracking
 from iwr_bench.engine.events import (
     Event,
     EventBus,
@@ -82,7 +84,8 @@ from iwr_bench.engine.jobs import (
 )
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.limits import LimitedCaller, Limits, NamedLimit
-from iwr_bench.engine.store import RunStore, ScoreRow, job_id
+from iwr_bench.engine.lock import RunLock
+from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore, ScoreRow, folder_error, job_id
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
@@ -96,7 +99,9 @@ from iwr_bench.tools.pool import PagePool, PoolConfig
 
 log = logging.getLogger(__name__)
 
-INFRA_FAILURES = frozenset({"no_page", "page_load_failed", "page_crashed", "timeout", "judge_error"})
+INFRA_FAILURES = frozenset(
+    {"no_page", "page_load_failed", "page_crashed", "timeout", "stalled", "judge_error"}
+)
 """Failure classes that are not the model's mistake (counted apart in summaries)."""
 
 PACKAGES = (
@@ -152,6 +157,18 @@ class WorkClock:
 
 
 @dataclass
+class JobWatch:
+    """A running judging job as the watchdog sees it."""
+
+    progress: Progress
+    """Its last sign of life and where it is."""
+    scope: anyio.CancelScope
+    """Cancelled at the job's deadline, or by the watchdog."""
+    stalled: bool = False
+    """The watchdog stopped it."""
+
+
+@dataclass
 class RunOutcome:
     """How a run session ended."""
 
@@ -203,6 +220,7 @@ class Engine:
         judges: JudgeSet | None = None,
         subscribers: list[Callable[[Event], None]] | None = None,
         pool_config: PoolConfig | None = None,
+        lock: RunLock | None = None,
     ) -> None:
         self.config = config.with_defaults()
         self.run_dir = run_dir
@@ -224,6 +242,11 @@ class Engine:
         self._dirty: set[str] = set()
         self._pairs: dict[tuple[int, str], anyio.CancelScope] = {}
         self._stored_scores: dict[str, ScoreRow] | None = None
+        self.background = Background()
+        """Tasks for judge calls and metric batches that their waiters may abandon at a deadline."""
+        self._watched: dict[str, JobWatch] = {}
+        self._lock = lock
+        self._own_lock = lock is None
 
     # -- set-up (everything that can fail for a user mistake fails here, before any work) -------
 
@@ -263,14 +286,33 @@ class Engine:
         )
         self.budget = Budget(cfg.budget_usd or None)
         self.generators = {m.slug: self._build_generator(m) for m in cfg.models}
-        self.judges = self._judges_override or build_judges(
-            cfg.judge, self.limits, self._get_call, self._put_call
-        )
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.store = RunStore.open_run(self.run_dir)
+        judges = self._judges_override or build_judges(cfg.judge, self.limits, self._get_call, self._put_call)
+        self.judges = judges.with_deadlines(cfg.limits.judge_call_timeout_s, self.background)
+        self._open_store()
         self.bus = EventBus(self.store)
         for sub in self._subscribers:
             self.bus.subscribe(sub)
+
+    def _open_store(self) -> None:
+        """Lock the run folder, then open (or create) its store; the lock is dropped on failure."""
+        if self._lock is None:
+            self._lock = RunLock(self.run_dir)
+        self._lock.acquire()
+        try:
+            if not self.resume and (self.run_dir / STORE_NAME).exists():
+                raise UserError(
+                    f"{self.run_dir} already holds a run: continue it with `iwr run --resume {self.run_dir}`"
+                )
+            self.store = RunStore.open_run(self.run_dir)
+        except BaseException:
+            if self._own_lock:
+                self.release_lock()
+            raise
+
+    def release_lock(self) -> None:
+        """Let another process use the run folder (the engine does so when its run ends)."""
+        if self._lock is not None:
+            self._lock.release()
 
     def _get_call(self, key: str) -> str | None:
         return None if self.store is None else self.store.get_call(key)
@@ -334,7 +376,13 @@ class Engine:
         limit = self.limits.metric
 
         def wrap(metric: PairMetric) -> PairMetric:
-            return BatchingMetric(CachedMetric(metric, cache), limit, timer=self.clock.work)
+            return BatchingMetric(
+                CachedMetric(metric, cache),
+                limit,
+                timer=self.clock.work,
+                timeout=self.config.limits.metric_timeout_s,
+                background=self.background,
+            )
 
         extra: dict[str, Any] = {} if self.judges.rubric is None else {"rubric": self.judges.rubric}
         return VisualMetrics(ocr=wrap(ocr), dino=wrap(dino), **extra)
@@ -377,7 +425,7 @@ class Engine:
         return PoolConfig(
             size=self.config.limits.browser_pages,
             settle=SettleConfig(mode="fixed" if self.config.protocol == EvalProtocol.official else b.settle),
-            limits=PageLimits(action_timeout=b.action_timeout_s),
+            limits=PageLimits(action_timeout=b.action_timeout_s, load_timeout=b.load_timeout_s),
         )
 
     # -- events ---------------------------------------------------------------------------------
@@ -404,6 +452,9 @@ class Engine:
 
     def _agent_sink(self, jid: str, evidence: str) -> Callable[[str, dict[str, object]], None]:
         def sink(kind: str, data: dict[str, object]) -> None:
+            watch = self._watched.get(jid)
+            if watch is not None:
+                watch.progress.beat(_action_label(data) if kind == "action_started" else None)
             if kind == "action_finished" and data.get("screenshot"):
                 data = {**data, "screenshot": f"{evidence}/{data['screenshot']}"}
             if kind == "action_finished":
@@ -417,9 +468,21 @@ class Engine:
     # -- the run ----------------------------------------------------------------------------------
 
     async def run(self) -> RunOutcome:
-        """Run (or continue) every pipeline; returns how the session ended."""
+        """Run (or continue) every pipeline; returns how the session ended.
+
+        Raises:
+            UserError: the run folder cannot be written (full disk, read-only); the run stays
+                resumable and no job is recorded as failed for it.
+        """
         if self.store is None:
             self.prepare()
+        try:
+            return await self._run()
+        finally:
+            if self._own_lock:
+                self.release_lock()
+
+    async def _run(self) -> RunOutcome:
         assert self.store is not None and self.limits is not None
         store = self.store
         started = time.perf_counter()
@@ -447,12 +510,14 @@ class Engine:
                 limits={lim.name: lim.capacity for lim in self.limits.all()},
             )
         )
-        status, message = "completed", ""
+        status, message = "cancelled", "stopped before the end; resumable"  # until the work returns
         wall = 0.0
+        stopped: RunFolderError | None = None
         try:
             with anyio.CancelScope() as scope:
                 self.cancel_scope = scope
                 async with AsyncExitStack() as stack:
+                    await stack.enter_async_context(self.background)  # closed last
                     with self.clock.work("browser"):  # starting Chromium is browser time
                         pool = await stack.enter_async_context(PagePool(self._pool()))
                     for generator in self.generators.values():
@@ -463,21 +528,30 @@ class Engine:
                         tg.start_soon(self._report_limits)
                         tg.start_soon(self._watch_control)
                         tg.start_soon(self._watch_signals, scope)
+                        tg.start_soon(self._watchdog)
                         async with anyio.create_task_group() as work:
                             for task in self.tasks:
                                 for slug in self.generators:
                                     work.start_soon(self._pipeline, task, slug, pool, metrics)
                         tg.cancel_scope.cancel()
+            status, message = "completed", ""
             if scope.cancelled_caught:
                 status, message = "cancelled", "stopped by a signal; resumable"
         except Exception as exc:
-            status, message = "failed", f"{type(exc).__name__}: {exc}"
-            log.exception("run failed")
+            stopped = _folder_error(self.run_dir, exc)
+            status, message = "failed", str(stopped) if stopped else f"{type(exc).__name__}: {exc}"
+            if stopped is None:
+                log.exception("run failed")
         finally:
-            self._flush_limits()
             wall = time.perf_counter() - started
-            self.bus.publish(RunFinished(status=status, wall_s=round(wall, 3), message=message))  # type: ignore[arg-type]
-            store.set_meta("status", status)
+            try:
+                self._flush_limits()
+                self.bus.publish(RunFinished(status=status, wall_s=round(wall, 3), message=message))  # type: ignore[arg-type]
+                store.set_meta("status", status)
+            except RunFolderError as exc:  # the disk filled up at the very end: still resumable
+                stopped = stopped or exc
+        if stopped is not None:
+            raise stopped
         return RunOutcome(
             status=status,
             run_dir=self.run_dir,
@@ -496,6 +570,30 @@ class Engine:
                     return
         except (NotImplementedError, ValueError, RuntimeError):  # not the main thread, or no signals here
             await anyio.sleep_forever()
+
+    async def _watchdog(self) -> None:
+        """Fail judging jobs that show no sign of life (see ``[limits] stall_after_s``)."""
+        after = self.config.limits.stall_after_s
+        while True:
+            await anyio.sleep(min(1.0, after / 4))
+            now = time.monotonic()
+            for watch in list(self._watched.values()):
+                if not watch.stalled and watch.progress.stalled(now, after):
+                    watch.stalled = True
+                    watch.scope.cancel()
+
+    @contextmanager
+    def _watching(self, jid: str) -> Gen[JobWatch]:
+        """Run a judging job's body under its deadline and the watchdog's eye."""
+        seconds = self.config.limits.judge_timeout_s
+        progress = Progress()
+        with anyio.CancelScope(deadline=anyio.current_time() + seconds) as scope, tracking(progress):
+            watch = JobWatch(progress, scope)
+            self._watched[jid] = watch
+            try:
+                yield watch
+            finally:
+                del self._watched[jid]
 
     def cancel(self) -> None:
         """Stop the run cleanly (it stays resumable)."""
@@ -648,15 +746,24 @@ class Engine:
         self.bus.publish(JobStarted(job=jid, stage="gen", task_id=task.id, model=slug))
         start = time.perf_counter()
         generator = self.generators[slug]
+        limit_s = self.config.limits.generation_timeout_s
+        result: GenerationResult | None = None
         try:
-            with self.clock.work("model"):
+            with self.clock.work("model"), anyio.move_on_after(limit_s):
                 result = await execute_generate(job, task, generator)
         except Exception as exc:  # a generator must not raise; if one does, it is recorded all the same
+            stop = _folder_error(self.run_dir, exc)
+            if stop is not None:
+                raise stop from exc
             log.exception("generator %s raised on task %d", slug, task.id)
             seconds = time.perf_counter() - start
             self._fail_job(jid, "gen", task.id, slug, "generation_error", str(exc), seconds)
             return None
         seconds = time.perf_counter() - start
+        if result is None:
+            message = f"generation took over {limit_s:g} s ([limits] generation_timeout_s)"
+            self._fail_job(jid, "gen", task.id, slug, "timeout", message, seconds)
+            return None
         failed = result.status == "failed"
         failure = f"generation_error:{result.error.kind}" if failed and result.error else None
         message = result.error.message if failed and result.error else ""
@@ -722,6 +829,10 @@ class Engine:
         page = self.run_dir / "pages" / str(task.id) / slug
         out = self.run_dir / "judged" / str(task.id) / slug
         rel = out.relative_to(self.run_dir).as_posix()
+        gen = store.job(job_id("gen", task.id, slug))
+        if gen is not None and gen.status == "failed":  # no page to judge: it scores 0
+            await self._score_missing_page(jid, task, slug, gen.failure, gen.message, metrics)
+            return
         job = JudgeJob(
             id=jid,
             task_id=task.id,
@@ -746,19 +857,72 @@ class Engine:
             ),
             emit=self._agent_sink(jid, f"{rel}/evidence"),
         )
+        evaluation: Evaluation | None = None
+        watch: JobWatch | None = None
         try:
             async with self.limits.browser:
                 store.start_job(jid)
                 self.bus.publish(JobStarted(job=jid, stage="judge", task_id=task.id, model=slug))
-                with self.clock.work("browser"):
+                with self.clock.work("browser"), self._watching(jid) as watch:
                     evaluation = await self._execute_judge(job, task, executor, metrics)
         except Exception as exc:
-            log.exception("judging %s on task %d failed", slug, task.id)
+            stop = _folder_error(self.run_dir, exc)
+            if stop is not None:
+                raise stop from exc
             seconds = time.perf_counter() - start
+            timed_out = find_error(exc, StepTimeout)
+            if timed_out is not None:
+                where = watch.progress.where() if watch is not None else "judging"
+                self._fail_job(jid, "judge", task.id, slug, "timeout", f"{timed_out} ({where})", seconds)
+                return
+            log.exception("judging %s on task %d failed", slug, task.id)
             message = f"{type(exc).__name__}: {exc}"
             self._fail_job(jid, "judge", task.id, slug, "engine_error", message, seconds)
             return
-        self._record_evaluation(jid, rel, evaluation, result, time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        if watch.scope.cancelled_caught:  # its deadline passed, or the watchdog stopped it
+            limits = self.config.limits
+            if watch.stalled:
+                failure = "stalled"
+                message = f"no progress for {limits.stall_after_s:g} s ({watch.progress.where()})"
+            else:
+                failure = "timeout"
+                message = f"judging took over {limits.judge_timeout_s:g} s ({watch.progress.where()})"
+            self._fail_job(jid, "judge", task.id, slug, failure, message, seconds)
+            return
+        gen_failed = result is not None and result.status == "failed"
+        self._record_evaluation(jid, rel, evaluation, gen_failed, seconds)
+
+    async def _score_missing_page(
+        self,
+        jid: str,
+        task: Task,
+        slug: str,
+        failure: str | None,
+        message: str,
+        metrics: VisualMetrics,
+    ) -> None:
+        """Record the judging of a page whose generation failed: nothing replayed, no pairs, 0."""
+        assert self.store is not None
+        out = self.run_dir / "judged" / str(task.id) / slug
+        self.bus.publish(JobQueued(job=jid, stage="judge", task_id=task.id, model=slug))
+        self.store.start_job(jid)
+        self.bus.publish(JobStarted(job=jid, stage="judge", task_id=task.id, model=slug))
+        start = time.perf_counter()
+        actions = task.record.action_sequence
+        replay = Replay(
+            total_steps=len(actions),
+            success_steps=0,
+            actions=[
+                ActionRecord(index=i, type=a.type, description=a.parameters.description, status="not_run")
+                for i, a in enumerate(actions)
+            ],
+            failure="no_page",
+            message=f"generation failed ({failure or 'generation_error'}): {message}"[:500],
+        )
+        evaluation = await evaluate(task, slug, replay, out / "evidence", out, metrics)
+        rel = out.relative_to(self.run_dir).as_posix()
+        self._record_evaluation(jid, rel, evaluation, True, time.perf_counter() - start)
 
     async def _execute_judge(
         self, job: JudgeJob, task: Task, executor: Executor, metrics: VisualMetrics
@@ -766,7 +930,7 @@ class Engine:
         return await execute_judge(job, task, executor, metrics)
 
     def _record_evaluation(
-        self, jid: str, rel: str, ev: Evaluation, result: GenerationResult | None, seconds: float
+        self, jid: str, rel: str, ev: Evaluation, gen_failed: bool, seconds: float
     ) -> None:
         assert self.store is not None
         store = self.store
@@ -784,7 +948,6 @@ class Engine:
             self.bus.publish(MetricComputed(job=jid, step=step, metric=metric, value=value, backend=backend))
         failing = next((a for a in replay.actions if a.status == "failed"), None)
         model_failure = replay.failure or (failing.failure if failing else None)
-        gen_failed = result is not None and result.status == "failed"
         infra = (
             "generation_error" if gen_failed else (model_failure if model_failure in INFRA_FAILURES else None)
         )
@@ -837,6 +1000,26 @@ class Engine:
                 seconds=round(seconds, 3),
             )
         )
+
+
+def _action_label(data: dict[str, object]) -> str:
+    """``action 3/8 (Click: Add to cart)`` from an ``action_started`` event."""
+    index = data.get("index")
+    shown = index + 1 if isinstance(index, int) else "?"
+    description = str(data.get("description") or "")[:60]
+    return f"action {shown}/{data.get('total', '?')} ({data.get('type', '?')}: {description})"
+
+
+def _folder_error(run_dir: Path, exc: BaseException) -> RunFolderError | None:
+    """The run-folder error inside ``exc`` (a full disk, a read-only folder), if that is what it is."""
+    found = find_error(exc, RunFolderError)
+    if isinstance(found, RunFolderError):
+        return found
+    for kind in (OSError, sqlite3.Error):
+        inner = find_error(exc, kind)
+        if inner is not None:
+            return folder_error(run_dir, inner)
+    return None
 
 
 CONTROL_DIR = "control"

@@ -11,13 +11,15 @@ while the run writes.
 
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from iwr_bench.engine.events import Event, parse_event
 from iwr_bench.errors import UserError
@@ -145,6 +147,68 @@ class StoreError(UserError):
     """The run store cannot be opened or is not a run store (the CLI reports it in one line)."""
 
 
+class RunFolderError(StoreError):
+    """The run folder cannot be written (full disk, read-only, no permission).
+
+    The run stops where it is and stays resumable: nothing is recorded as a job failure.
+    """
+
+
+_SQLITE_WRITE = {
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_READONLY: "it is read-only",
+    sqlite3.SQLITE_IOERR: "disk I/O error",
+    sqlite3.SQLITE_CANTOPEN: "the store cannot be opened for writing",
+}
+_OS_WRITE = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "it is on a read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
+
+
+def folder_error(run_dir: Path, exc: BaseException) -> RunFolderError | None:
+    """The one-line error for a failed write into ``run_dir``; None if ``exc`` is not one."""
+    reason: str | None = None
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        reason = None if code is None else _SQLITE_WRITE.get(code & 0xFF)
+    elif isinstance(exc, OSError) and exc.errno in _OS_WRITE:
+        named = exc.filename is None or str(exc.filename).startswith(str(run_dir))
+        if named or exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            reason = _OS_WRITE[exc.errno]
+            if exc.filename is not None and not str(exc.filename).startswith(str(run_dir)):
+                reason += f" ({exc.filename})"
+    if reason is None:
+        return None
+    return RunFolderError(
+        f"cannot write to the run folder {run_dir}: {reason}; the run stopped where it was, "
+        f"continue it with `iwr run --resume {run_dir}` once the folder is writable"
+    )
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _writes(method: Callable[Concatenate[RunStore, _P], _R]) -> Callable[Concatenate[RunStore, _P], _R]:
+    """Report a write that failed for lack of space or permission as a :class:`RunFolderError`."""
+
+    @functools.wraps(method)
+    def wrapper(self: RunStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            error = folder_error(self.path.parent, exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    return wrapper
+
+
 class RunStore:
     """Read and write one run's database."""
 
@@ -157,15 +221,23 @@ class RunStore:
             uri = f"file:{path.resolve()}?mode=ro"
             self.db = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(_SCHEMA)
-            self._set("meta", "schema_version", SCHEMA_VERSION)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(_SCHEMA)
+                self._set("meta", "schema_version", SCHEMA_VERSION)
+            except (OSError, sqlite3.Error) as exc:
+                error = folder_error(path.parent, exc)
+                if error is None:
+                    raise
+                raise error from exc
         try:
             version = self._get("meta", "schema_version")
         except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CANTOPEN:
+                raise StoreError(f"cannot open the run store {path}: {exc}") from exc
             raise StoreError(f"{path} is not a run store: {exc}") from exc
         if version != SCHEMA_VERSION:
             raise StoreError(f"{path} has store version {version}; this iwr-bench reads {SCHEMA_VERSION}")
@@ -192,6 +264,7 @@ class RunStore:
         row = self.db.execute(f"SELECT value FROM {table} WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    @_writes
     def set_manifest(self, manifest: dict[str, Any]) -> None:
         """Write (or replace) the manifest entries."""
         with self._tx():
@@ -202,6 +275,7 @@ class RunStore:
         """The whole manifest."""
         return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM manifest ORDER BY key")}
 
+    @_writes
     def set_meta(self, key: str, value: object) -> None:
         """Store a piece of run bookkeeping (status, sessions)."""
         self._set("meta", key, value)
@@ -212,6 +286,7 @@ class RunStore:
 
     # -- jobs ----------------------------------------------------------------------------------
 
+    @_writes
     def ensure_job(self, stage: str, task_id: int, model: str) -> JobRow:
         """The job's row, created as queued if it does not exist yet."""
         jid = job_id(stage, task_id, model)
@@ -223,6 +298,7 @@ class RunStore:
         assert row is not None
         return row
 
+    @_writes
     def start_job(self, jid: str) -> None:
         """Mark a job running (and count the attempt)."""
         self.db.execute(
@@ -230,6 +306,7 @@ class RunStore:
             (time.time(), jid),
         )
 
+    @_writes
     def finish_job(
         self,
         jid: str,
@@ -257,6 +334,7 @@ class RunStore:
             ),
         )
 
+    @_writes
     def reopen_job(self, jid: str) -> None:
         """Put a job back to queued and drop its partial rows (before it is executed again)."""
         with self._tx():
@@ -284,6 +362,7 @@ class RunStore:
 
     # -- judging results -----------------------------------------------------------------------
 
+    @_writes
     def put_actions(self, jid: str, actions: list[dict[str, Any]], evidence: str) -> None:
         """Record a replay's actions (``evidence``: the evidence folder relative to the run)."""
         with self._tx():
@@ -303,6 +382,7 @@ class RunStore:
                     ),
                 )
 
+    @_writes
     def put_metrics(self, jid: str, values: list[tuple[int, str, float | None, str, bool]]) -> None:
         """Record metric values: (step, metric, value, backend label, substitute)."""
         with self._tx():
@@ -314,6 +394,7 @@ class RunStore:
                 ],
             )
 
+    @_writes
     def put_score(self, row: ScoreRow) -> None:
         """Record a judged job's scores."""
         self.db.execute(
@@ -380,6 +461,7 @@ class RunStore:
 
     # -- events ----------------------------------------------------------------------------------
 
+    @_writes
     def append_event(self, event: Event) -> None:
         """Persist one event."""
         self.db.execute(
@@ -422,6 +504,7 @@ class RunStore:
         row = self.db.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
+    @_writes
     def put_call(self, key: str, role: str, response: str) -> None:
         """Store a judge-model answer."""
         self.db.execute(
