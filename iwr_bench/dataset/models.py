@@ -94,6 +94,11 @@ class RecordingDetails(Record):
     """Viewport size as ``"WxH"``; the generated page is judged at this size."""
     environment: Environment = Environment.desktop
     """``desktop`` or ``mobile``."""
+    random_seed: int | None = None
+    """Seed of the page's ``Math.random`` while recording (ours; None in the official data: derived
+    from the page's HTML as before). Every page judged for the task runs with it."""
+    clock_start_ms: int | None = None
+    """Where the page clock (``Date``) started while recording, in ms since the epoch (ours)."""
 
     @field_validator("environment", mode="before")
     @classmethod

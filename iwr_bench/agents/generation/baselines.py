@@ -32,7 +32,12 @@ def _failure(
 
 
 class OracleGenerator:
-    """Returns the task's recorded page (``reference/index.html``): the ceiling of the benchmark."""
+    """Returns the task's recorded page (``reference/index.html``): the ceiling of the benchmark.
+
+    The rest of the recorded bundle (stylesheets, scripts, fonts, images at their original paths)
+    is handed over as ``page_files`` and written beside the page, so it is served exactly as it
+    was while recording.
+    """
 
     name = "oracle"
 
@@ -40,7 +45,7 @@ class OracleGenerator:
         self.asset_base = asset_base
 
     async def __call__(self, task: Task) -> GenerationResult:
-        """The reference page, with the asset placeholder resolved if it uses one."""
+        """The reference page and its bundle, with the asset placeholder resolved if it uses one."""
         start = time.monotonic()
         page = task.reference_page
         if page is None:
@@ -51,7 +56,8 @@ class OracleGenerator:
         except (OSError, UnicodeDecodeError) as exc:
             return _failure(task, self.name, start, FailureKind.no_reference, type(exc).__name__, str(exc))
         html = resolve_assets(text, self.asset_base)
-        return _result(task, self.name, start, html=html, asset_base=self.asset_base)
+        bundle = str(page.parent) if any(p.name != page.name for p in page.parent.iterdir()) else None
+        return _result(task, self.name, start, html=html, asset_base=self.asset_base, page_files=bundle)
 
 
 def screenshot_page(image: Image.Image, resolution: Resolution) -> str:

@@ -96,6 +96,8 @@ class GenerationResult(BaseModel):
     """Digest of the instruction text sent."""
     asset_base: str | None = None
     """What the asset placeholder prefix was replaced with."""
+    page_files: str | None = None
+    """A folder whose files are copied beside ``index.html`` (the oracle's recorded bundle)."""
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the generation started (UTC)."""
 
