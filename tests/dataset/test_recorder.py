@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,10 @@ from iwr_bench.dataset.layout import load_tasks
 from iwr_bench.dataset.recorder import Recorded, RecordError, record, upsert_record
 from iwr_bench.dataset.script import load_script
 from iwr_bench.dataset.validate import validate
+from iwr_bench.metrics.backend import Backend
+from iwr_bench.metrics.cache import MetricCache, namespace
 from iwr_bench.metrics.hashing import pixel_digest
+from iwr_bench.metrics.pair import CachedMetric, Pair, ThreadedMetric
 from iwr_bench.tools.models import PageSpec, Viewport
 from iwr_bench.tools.pool import PagePool, PoolConfig, html_seed
 
@@ -328,3 +332,20 @@ def test_upsert_replaces_by_id_and_keeps_others(tmp_path: Path) -> None:
         {"id": 1, "v": "c"},
         {"id": 2, "v": "b"},
     ]
+
+
+async def test_identical_pairs_score_one_without_the_model_and_are_cached(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def batch(pairs: Sequence[Pair]) -> list[float]:
+        calls.append(len(pairs))
+        return [0.5 for _ in pairs]
+
+    backend = Backend(metric="ocr", engine="counting", model="fake")
+    store = MetricCache(tmp_path / "cache.sqlite")
+    metric = CachedMetric(ThreadedMetric(backend, batch), store)
+    red, blue = Image.new("RGB", (32, 32), "red"), Image.new("RGB", (32, 32), "blue")
+    assert await metric([(red, red.copy()), (red, blue), (blue, blue.copy())]) == [1.0, 0.5, 1.0]
+    assert calls == [1] and metric.identical == 2  # only the differing pair reached the model
+    key = f"{pixel_digest(red)}:{pixel_digest(red)}"
+    assert store.get(namespace(backend) + "|pair", key) == 1.0

@@ -1,7 +1,7 @@
 // A 4x4 board of numbers (0 = empty) that slides and merges one line at a time.
 window.Board = {
   start: function () {
-    return [[2, 2, 0, 0], [8, 8, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]];
+    return [[2, 2, 0, 0], [0, 0, 0, 0], [0, 0, 0, 8], [0, 0, 0, 8]];
   },
   slideLine: function (line) {
     var tiles = line.filter(function (v) { return v !== 0; });

@@ -37,7 +37,6 @@
 
   function newGame() {
     state = { grid: Board.start(), score: 0, moves: 0 };
-    Board.spawn(state.grid);
     draw();
   }
 
