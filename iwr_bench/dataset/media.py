@@ -53,8 +53,9 @@ def write_contact_sheets(
 
     Sheets are named ``stitched_image_01.png``, ``stitched_image_02.png``, ... so that the official
     generator, which sends the files whose names start with ``stitched_image`` in plain sorted
-    order, sends them in this order. Also writes ``sheets.json`` (sheet file -> asset names) so the validator can check that
-    every asset is shown. Non-image assets (e.g. videos) get a labelled placeholder tile.
+    order, sends them in this order. Also writes ``sheets.json`` (sheet file -> asset names) so the
+    validator can check that every asset is shown. Non-image assets (e.g. videos) get a labelled
+    placeholder tile.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     font = load_font(14)
