@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio.to_thread
 import pytest
 import yaml
 from fontTools import subset
@@ -349,3 +351,15 @@ async def test_identical_pairs_score_one_without_the_model_and_are_cached(tmp_pa
     assert calls == [1] and metric.identical == 2  # only the differing pair reached the model
     key = f"{pixel_digest(red)}:{pixel_digest(red)}"
     assert store.get(namespace(backend) + "|pair", key) == 1.0
+
+
+async def test_validate_replay_names_the_request_a_broken_reference_fails(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "ds"
+    shutil.copytree(recorded, copy)
+    (copy / "data" / "7" / "reference" / "js" / "state.js").unlink()
+    argv = ["tasks", "validate", str(copy), "--replay"]
+    assert await anyio.to_thread.run_sync(main, argv) == 1  # the CLI runs its own event loop
+    out = capsys.readouterr().out
+    assert "task 7: error: oracle: request failed: Failed to load resource" in out and "js/state.js" in out

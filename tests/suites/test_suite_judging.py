@@ -19,8 +19,12 @@ from iwr_bench.tools.pool import PagePool, PoolConfig
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.anyio]
 TASKS = {t.id: t for t in load_tasks(SAMPLE).tasks}
 SCREEN_ONLY: dict[tuple[int, str], str] = {
-    # Mutants whose defect only a judge that reads the screen can place at the right step; the
-    # heuristic judge reads page text (see the report in README "Recording real sites").
+    # Mutants whose defect only a judge that reads the screen (or the meaning of the assertion) can
+    # place at the right step; the heuristic judge matches quoted text and numbers in page text.
+    (113, "score-not-reset"): (
+        "'the score is reset' names no number, and the later 'the score becomes 4' is met by a 4 tile "
+        "on the board; only a judge that reads which box shows the score sees the old score kept"
+    ),
 }
 
 
