@@ -21,7 +21,8 @@ from iwr_bench.agents.judge.records import Replay
 from iwr_bench.dataset.layout import REFERENCE_DIR, Task
 from iwr_bench.dataset.recorder import OracleProof
 from iwr_bench.metrics.cache import MetricCache
-from iwr_bench.metrics.hashing import as_image
+from iwr_bench.metrics.embed import EmbedderUnavailable
+from iwr_bench.metrics.hashing import as_image, pixel_digest
 from iwr_bench.metrics.pair import CachedMetric, effnet_metric, ocr_metric
 from iwr_bench.metrics.scoring import lvs
 from iwr_bench.tools.pool import PagePool
@@ -46,11 +47,11 @@ class OracleProver:
         with tempfile.TemporaryDirectory(prefix="iwr-proof-") as tmp:
             evidence = Path(tmp)
             replay = await executor.replay(task, task.folder / REFERENCE_DIR, evidence)
-            scores = await self._checkpoint_scores(task, replay, evidence)
+            scores, unscored = await self._checkpoint_scores(task, replay, evidence)
         failed = [e for e in replay.console_errors if e.startswith(FAILED_LOAD)]
         if replay.blocked_requests:
             failed.append(f"{replay.blocked_requests} request(s) blocked by the sandbox")
-        problems = _action_problems(task, replay) + [f"request failed: {f}" for f in failed]
+        problems = _action_problems(task, replay) + [f"request failed: {f}" for f in failed] + unscored
         problems += [
             f"checkpoint step_{step} ({_after(task, step)}) scores {score:.3f} against its recording "
             f"(needs {self.min_visual:g})"
@@ -60,14 +61,29 @@ class OracleProver:
         ifs = replay.success_steps / replay.total_steps if replay.total_steps else 0.0
         return OracleProof(ifs=ifs, checkpoint_scores=scores, failed_requests=failed, problems=problems)
 
-    async def _checkpoint_scores(self, task: Task, replay: Replay, evidence: Path) -> dict[int, float]:
+    async def _checkpoint_scores(
+        self, task: Task, replay: Replay, evidence: Path
+    ) -> tuple[dict[int, float], list[str]]:
+        """Scores by step; when a pair differs and the metrics cannot run here, a problem per such pair."""
         pairs = scored_pairs(task, replay)
         images = [
             (as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs
         ]
-        ocr = await self.ocr(images)
-        embed = await self.embed(images)
-        return {step: round(lvs(o, e), 4) for (step, _, _), o, e in zip(pairs, ocr, embed, strict=True)}
+        try:
+            ocr = await self.ocr(images)
+            embed = await self.embed(images)
+        except (ImportError, EmbedderUnavailable) as exc:
+            differing = [
+                step
+                for (step, _, _), (a, b) in zip(pairs, images, strict=True)
+                if pixel_digest(a) != pixel_digest(b)
+            ]
+            return {}, [
+                f"checkpoint step_{step} ({_after(task, step)}) is not pixel-identical to its recording "
+                f"and the visual metrics cannot run here ({type(exc).__name__}: {exc})"
+                for step in differing
+            ]
+        return {step: round(lvs(o, e), 4) for (step, _, _), o, e in zip(pairs, ocr, embed, strict=True)}, []
 
 
 def _action_problems(task: Task, replay: Replay) -> list[str]:
