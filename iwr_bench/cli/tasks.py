@@ -27,6 +27,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--strict", action="store_true", help="treat warnings as errors")
     p.add_argument("--quick", action="store_true", help="skip decoding videos and images")
     p.add_argument("--json", action="store_true", help="print problems as JSON lines")
+    p.add_argument("--replay", action="store_true", help="also judge each reference page: it must pass")
     p.set_defaults(func=cmd_validate)
 
     p = tsub.add_parser("list", help="table of tasks with counts and taxonomy, plus totals")
@@ -59,6 +60,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"{task_set.source}: {n} task(s) read, {n - len(bad & {t.id for t in task_set.tasks})} valid; "
             f"{errors} error(s), {warnings} warning(s)"
         )
+    if args.replay:
+        from iwr_bench.cli.record import print_proofs  # loads the judges only when asked
+
+        errors += print_proofs(task_set)
     return 1 if errors or (args.strict and warnings) else 0
 
 

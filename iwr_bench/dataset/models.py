@@ -98,6 +98,11 @@ class RecordingDetails(Record):
     environment: str = "desktop"
     """``desktop`` or ``mobile``, lower-cased; any other value (``tablet``) is kept as given. The
     official scripts never read it; only the report's device breakdown does."""
+    random_seed: int | None = None
+    """Seed of the page's ``Math.random`` while recording (ours; None in the official data: derived
+    from the page's HTML as before). Every page judged for the task runs with it."""
+    clock_start_ms: int | None = None
+    """Where the page clock (``Date``) started while recording, in ms since the epoch (ours)."""
 
     @field_validator("environment", mode="before")
     @classmethod

@@ -4,8 +4,14 @@ The site is served on 127.0.0.1 and driven in the same sandboxed Chromium the ju
 the same tools (elements found by the recording selector are acted on by their ``observe``
 index). While it runs, the viewport is screenshotted about ten times a second with a visible
 pause around every action; the frames become a constant-rate H.264 video in which each capture
-is held until the next. Checkpoints are the settled screenshots. Everything is written to a
-staging folder first and moved into place only when the whole script succeeded.
+is held until the next. Checkpoints are the settled screenshots.
+
+Every file the page requests while recorded is kept: the reference page is stored as a
+self-contained bundle (see :mod:`iwr_bench.dataset.bundle`) that the oracle serves at its original
+paths. The seed of ``Math.random`` and the start of the page clock are stored with the task, so
+every page judged for it starts from the same random state. Everything is written to a staging
+folder first; a ``prove`` check (the oracle judged with the offline judges) may then refuse it,
+and only a task that passed is moved into place.
 """
 
 from __future__ import annotations
@@ -17,14 +23,14 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
 from PIL import Image, ImageDraw
 from pydantic import BaseModel, Field
 
+from iwr_bench.dataset.bundle import anonymise, asset_paths, bundle_files, requested_files
 from iwr_bench.dataset.layout import (
     ASSETS_DIR,
     CHECKPOINTS_DIR,
@@ -32,50 +38,18 @@ from iwr_bench.dataset.layout import (
     SHEETS_DIR,
     TASK_RECORD,
     VIDEO_NAME,
+    Task,
 )
 from iwr_bench.dataset.media import write_contact_sheets, write_video
-from iwr_bench.dataset.models import pressed_key, scroll_direction, typed_text
+from iwr_bench.dataset.models import TaskRecord, pressed_key, scroll_direction, typed_text
 from iwr_bench.dataset.script import ActionScript, ScriptAction
 from iwr_bench.errors import UserError
 from iwr_bench.tools.errors import PageFailure, ToolRetry
 from iwr_bench.tools.models import PageSpec, SettleConfig, Viewport
-from iwr_bench.tools.pool import PagePool, PoolConfig
+from iwr_bench.tools.pool import PagePool, PoolConfig, html_seed
 from iwr_bench.tools.tools import PageTools
 
 PLACEHOLDER = "__PLACEHOLDER_ASSETS_BASE_DIR__"
-ASSET_SUFFIXES = frozenset(
-    {
-        ".png",
-        ".jpg",
-        ".jpeg",
-        ".gif",
-        ".webp",
-        ".svg",
-        ".bmp",
-        ".ico",
-        ".avif",
-        ".mp4",
-        ".webm",
-        ".mp3",
-        ".ogg",
-    }
-)
-_TEXT_SUFFIXES = frozenset({".html", ".htm", ".css", ".js", ".json", ".svg"})
-
-_LOADED_ASSETS_JS = r"""
-(() => {
-  const out = [];
-  const add = (u) => { if (u && !u.startsWith('data:')) out.push(u); };
-  performance.getEntriesByType('resource').forEach((e) => add(e.name));
-  document.querySelectorAll('img, video, source, audio').forEach((el) => add(el.currentSrc || el.src));
-  for (const el of document.querySelectorAll('*')) {
-    const bg = getComputedStyle(el).backgroundImage;
-    if (!bg || bg === 'none') continue;
-    for (const m of bg.matchAll(/url\("?([^")]+)"?\)/g)) add(new URL(m[1], location.href).href);
-  }
-  return out;
-})()
-"""
 
 _INDEX_OF_JS = (
     "(() => { const el = document.querySelector(%s); return el ? window.__iwr__.els.indexOf(el) : -2; })()"
@@ -174,12 +148,44 @@ def _with_cursor(shot: _Capture) -> Image.Image:
     return img
 
 
+class OracleProof(BaseModel):
+    """Whether a recorded task's own reference page passes its own judging."""
+
+    ifs: float
+    """IFS of the reference page, in [0, 1] (must be 1)."""
+    checkpoint_scores: dict[int, float] = Field(default_factory=dict[int, float])
+    """Visual score (LVS) of each checkpoint against its recording, by step."""
+    failed_requests: list[str] = Field(default_factory=list[str])
+    """Requests that failed (404) or that the sandbox blocked."""
+    problems: list[str] = Field(default_factory=list[str])
+    """Each reason the task does not prove itself (which action, request or checkpoint); empty: proven."""
+
+
+class Prover(Protocol):
+    """Judges a staged task's reference page on ``pool`` (see ``iwr_bench.agents.proof``)."""
+
+    async def __call__(self, task: Task, pool: PagePool) -> OracleProof:
+        """The proof of ``task``."""
+        ...
+
+
+class Recorded(BaseModel):
+    """What ``record`` wrote."""
+
+    folder: Path
+    """The task folder."""
+    warnings: list[str] = Field(default_factory=list[str])
+    """Things the recorder could not check (assertions without ``record.expect_text``)."""
+    proof: OracleProof | None = None
+    """The oracle's proof, when a prover ran."""
+
+
 @dataclass
 class _Recording:
     checkpoints: list[bytes]
     reel: _Reel
-    loaded: list[str]
-    origin: str
+    requests: list[str]
+    record: TaskRecord
 
 
 async def record(
@@ -190,38 +196,89 @@ async def record(
     stem: str = "data",
     config: RecordConfig | None = None,
     pool: PagePool | None = None,
-) -> Path:
+    prove: Prover | None = None,
+) -> Recorded:
     """Record ``script`` on ``site`` and write the task under ``out_root/<stem>/<id>``.
 
-    Returns the task folder. ``out_root/<stem>.jsonl`` gets the record (replacing one with the
-    same id); ``out_root/asset_maps/<id>.json`` maps original asset paths to anonymised names.
+    ``out_root/<stem>.jsonl`` gets the record (replacing one with the same id);
+    ``out_root/asset_maps/<id>.json`` maps original asset paths to anonymised names. With
+    ``prove``, the staged task's reference page is judged first and the task is written only when
+    it proves itself.
 
     Raises:
-        RecordError: when a step cannot be performed or its expected text is absent.
+        RecordError: when a step cannot be performed, its expected text is absent, a request of
+            the site fails, or the task does not prove itself.
         UserError: when the site has no index.html.
     """
     config = config or RecordConfig()
     site = site.resolve()
     if not (site / "index.html").is_file():
         raise UserError(f"{site} has no index.html")
-    viewport = Viewport.parse(str(script.task_record().resolution))
     if pool is None:
         async with PagePool(PoolConfig(size=1, settle=config.settle)) as own:
-            rec = await _perform(own, site, script, viewport, config)
-    else:
-        rec = await _perform(pool, site, script, viewport, config)
-    return await anyio.to_thread.run_sync(_write_task, site, script, out_root, stem, config, rec)
+            return await _record_with(own, site, script, out_root, stem, config, prove)
+    return await _record_with(pool, site, script, out_root, stem, config, prove)
 
 
-async def _perform(
-    pool: PagePool, site: Path, script: ActionScript, viewport: Viewport, config: RecordConfig
-) -> _Recording:
-    spec = PageSpec(page=str(site), viewport=viewport)
+async def _record_with(
+    pool: PagePool,
+    site: Path,
+    script: ActionScript,
+    out_root: Path,
+    stem: str,
+    config: RecordConfig,
+    prove: Prover | None,
+) -> Recorded:
+    rec = await _perform(pool, site, script, config)
+    warnings = [
+        f"{_where(step, action)}: the recorder could not check the assertion "
+        f"{action.logical_assertion!r} (no record.expect_text)"
+        for step, action in enumerate(script.actions, start=1)
+        if action.unchecked_assertion
+    ]
+    staging = await anyio.to_thread.run_sync(_stage, site, out_root, config, rec)
     try:
-        async with pool.page(spec) as tools:
+        proof = await prove(Task(rec.record, staging), pool) if prove is not None else None
+        if proof is not None and proof.problems:
+            raise RecordError(
+                f"task {rec.record.id} does not prove itself, so it was not written: "
+                + "; ".join(proof.problems)
+            )
+        folder = await anyio.to_thread.run_sync(_commit, staging, out_root, stem, rec.record)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(staging, ignore_errors=True))
+        raise
+    return Recorded(folder=folder, warnings=warnings, proof=proof)
+
+
+def _where(step: int, action: ScriptAction) -> str:
+    return f"step {step} ({action.type} {action.parameters.description!r})"
+
+
+def determinism_of(site: Path, script: ActionScript, pool: PagePool) -> tuple[int, int]:
+    """Seed and clock start of a recording: the script's, else the entry page's seed, the pool's clock."""
+    details = script.task_record().recording_details
+    seed = (
+        details.random_seed
+        if details.random_seed is not None
+        else html_seed((site / "index.html").read_bytes())
+    )
+    clock = details.clock_start_ms if details.clock_start_ms is not None else pool.config.determinism.epoch_ms
+    return seed, clock
+
+
+async def _perform(pool: PagePool, site: Path, script: ActionScript, config: RecordConfig) -> _Recording:
+    task_record = script.task_record()
+    seed, clock = determinism_of(site, script, pool)
+    details = task_record.recording_details.model_copy(update={"random_seed": seed, "clock_start_ms": clock})
+    task_record = task_record.model_copy(update={"recording_details": details})
+    viewport = Viewport.parse(str(task_record.resolution))
+    spec = PageSpec(page=str(site), viewport=viewport, random_seed=seed, clock_start_ms=clock)
+    requests: list[str] = []
+    try:
+        async with pool.page(spec, requests=requests) as tools:
             reel = _Reel(tools, config.capture_interval)
-            origin = str(await tools.tab.evaluate("location.origin"))
-            loaded: list[str] = list(await tools.tab.evaluate(_LOADED_ASSETS_JS))
             checkpoints = [await tools.screenshot()]
             await reel.hold(config.hold_initial)
             for step, action in enumerate(script.actions, start=1):
@@ -232,12 +289,15 @@ async def _perform(
                 await _check_expectation(tools, action, step)
                 if action.visual_evaluation_flag:
                     checkpoints.append(await tools.screenshot())
-                loaded.extend(await tools.tab.evaluate(_LOADED_ASSETS_JS))
                 await reel.hold(config.hold_after)
             reel.cursor = None
-            return _Recording(checkpoints, reel, loaded, origin)
+            blocked = (await tools.page_state()).blocked_requests
     except PageFailure as exc:
         raise RecordError(f"the page failed while recording: {exc}") from exc
+    if blocked:
+        names = ", ".join(f"{b.url} ({b.reason})" for b in blocked[:5])
+        raise RecordError(f"the sandbox blocked {len(blocked)} request(s) of the site: {names}")
+    return _Recording(checkpoints, reel, requests, task_record)
 
 
 async def _act(tools: PageTools, reel: _Reel, action: ScriptAction, step: int, config: RecordConfig) -> None:
@@ -332,64 +392,20 @@ async def _check_expectation(tools: PageTools, action: ScriptAction, step: int) 
         )
 
 
-def _asset_paths(site: Path, loaded: list[str], origin: str) -> list[str]:
-    """Site-relative paths of asset files, in first-load order, then any others the site's files name."""
-    seen: dict[str, None] = {}
-    for url in loaded:
-        parts = urlsplit(url)
-        if f"{parts.scheme}://{parts.netloc}" != origin:
-            continue
-        rel = unquote(parts.path).lstrip("/")
-        path = site / rel
-        if path.suffix.lower() in ASSET_SUFFIXES and path.is_file() and path.resolve().is_relative_to(site):
-            seen.setdefault(rel, None)
-    text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in _text_files(site))
-    for path in sorted(site.rglob("*")):
-        rel = path.relative_to(site).as_posix()
-        if path.is_file() and path.suffix.lower() in ASSET_SUFFIXES and rel in text:
-            seen.setdefault(rel, None)
-    return list(seen)
-
-
-def _check_literal_references(site: Path, mapping: dict[str, str]) -> None:
-    """Every asset must be named by its path somewhere, or the reference page cannot be rewritten."""
-    text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in _text_files(site))
-    hidden = [rel for rel in mapping if rel not in text]
-    if hidden:
+def _stage(site: Path, out_root: Path, config: RecordConfig, rec: _Recording) -> Path:
+    """Write the whole task into a staging folder beside its final place; returns the folder."""
+    requested, missing = requested_files(site, rec.requests)
+    if missing:
         raise RecordError(
-            f"the page loads {', '.join(hidden)} but no file of the site names that path literally "
-            "(it is built at run time); write the full path in the source so it can be anonymised"
+            f"the page requested {', '.join(missing[:5])} while recording, which the site folder "
+            f"{site} does not have (404); add the file(s) or remove the reference"
         )
-
-
-def _text_files(site: Path) -> list[Path]:
-    return sorted(p for p in site.rglob("*") if p.is_file() and p.suffix.lower() in _TEXT_SUFFIXES - {".svg"})
-
-
-def anonymise(paths: list[str]) -> dict[str, str]:
-    """Map site-relative asset paths to ``001.png``, ``002.svg``, ... in the given order."""
-    return {rel: f"{n:03d}{Path(rel).suffix.lower()}" for n, rel in enumerate(paths, start=1)}
-
-
-def rewrite_references(text: str, mapping: dict[str, str], base: str = PLACEHOLDER) -> str:
-    """Replace every reference to an original asset path with ``<base>/<anonymised name>``."""
-    for rel in sorted(mapping, key=len, reverse=True):
-        new = f"{base}/{mapping[rel]}"
-        for old in (f"./{rel}", rel):
-            text = text.replace(old, new)
-    return text
-
-
-def _write_task(
-    site: Path, script: ActionScript, out_root: Path, stem: str, config: RecordConfig, rec: _Recording
-) -> Path:
-    record = script.task_record()
+    bundle = [rel for rel in bundle_files(site, requested) if Path(rel).name != TASK_RECORD]
+    mapping = anonymise(asset_paths(site, bundle))
     out_root.mkdir(parents=True, exist_ok=True)
-    staging = out_root / f".staging-{record.id}-{os.getpid()}"
+    staging = out_root / f".staging-{rec.record.id}-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        mapping = anonymise(_asset_paths(site, rec.loaded, rec.origin))
-        _check_literal_references(site, mapping)
         (staging / ASSETS_DIR).mkdir(parents=True)
         for rel, anon in mapping.items():
             shutil.copyfile(site / rel, staging / ASSETS_DIR / anon)
@@ -398,34 +414,35 @@ def _write_task(
         for k, png in enumerate(rec.checkpoints):
             (staging / CHECKPOINTS_DIR / f"step_{k}.png").write_bytes(png)
         write_video(rec.reel.frames(config.fps), staging / VIDEO_NAME, fps=config.fps, crf=config.crf)
-        _write_reference(site, staging / REFERENCE_DIR, mapping)
-        final = out_root / stem / str(record.id)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        if final.exists():
-            shutil.rmtree(final)
-        staging.rename(final)
+        for rel in bundle:
+            target = staging / REFERENCE_DIR / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(site / rel, target)
+        _atomic_write(staging / ASSET_MAP, json.dumps(mapping, indent=2) + "\n")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    return staging
+
+
+ASSET_MAP = ".asset_map.json"
+"""Staged copy of the asset map (moved to ``asset_maps/<id>.json`` on commit)."""
+
+
+def _commit(staging: Path, out_root: Path, stem: str, record: TaskRecord) -> Path:
+    """Move a staged task into place and write its asset map and jsonl record."""
+    final = out_root / stem / str(record.id)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    mapping = (staging / ASSET_MAP).read_text(encoding="utf-8")
+    (staging / ASSET_MAP).unlink()
+    if final.exists():
+        shutil.rmtree(final)
+    staging.rename(final)
     maps = out_root / "asset_maps"
     maps.mkdir(exist_ok=True)
-    _atomic_write(maps / f"{record.id}.json", json.dumps(mapping, indent=2) + "\n")
+    _atomic_write(maps / f"{record.id}.json", mapping)
     upsert_record(out_root / f"{stem}.jsonl", record.model_dump(mode="json", exclude_none=True))
     return final
-
-
-def _write_reference(site: Path, dest: Path, mapping: dict[str, str]) -> None:
-    """Copy the site minus its media files, with asset references rewritten to the placeholder prefix."""
-    for path in sorted(site.rglob("*")):
-        rel = path.relative_to(site).as_posix()
-        if not path.is_file() or path.suffix.lower() in ASSET_SUFFIXES or path.name == TASK_RECORD:
-            continue
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix.lower() in _TEXT_SUFFIXES - {".svg"}:
-            target.write_text(rewrite_references(path.read_text(encoding="utf-8"), mapping), encoding="utf-8")
-        else:
-            shutil.copyfile(path, target)
 
 
 def upsert_record(jsonl: Path, record: dict[str, Any]) -> None:

@@ -3,7 +3,10 @@
 A script (YAML or JSON) holds everything that goes into the ``data.jsonl`` record, with the
 action list under ``actions``. Each action may carry a ``record`` block that is used while
 recording and never written to the task: the CSS selector (or viewport coordinates) to act on,
-and text that must be visible after the action.
+and text that must be visible after the action (optional: an assertion no text can check is kept,
+with a warning). ``recording_details.random_seed`` and ``recording_details.clock_start_ms`` may pin
+the page's randomness and clock; by default the seed comes from the site's entry page, as when
+judging, and the clock from the sandbox's fixed start. Both are stored with the task.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ class RecordHints(BaseModel):
     y: float | None = None
     """Viewport y to click at, when there is no selector."""
     expect_text: str | None = None
-    """Text that must be visible on the page after the action (checks the assertion holds)."""
+    """Text that must be visible on the page after the action (checks the assertion holds).
+    Optional: an assertion without it is kept, and the recorder warns that it could not check it."""
     wait: float = Field(default=0.0, ge=0, le=10)
     """Extra seconds to wait after the action, for pages with a short transition."""
 
@@ -53,9 +57,12 @@ class ScriptAction(Action):
         hints = self.record
         if self.type in ("Click", "Type") and hints.selector is None and hints.x is None:
             raise ValueError(f"a {self.type} action needs record.selector or record.x/record.y")
-        if self.has_assertion and not hints.expect_text:
-            raise ValueError("an action with a logical_assertion needs record.expect_text")
         return self
+
+    @property
+    def unchecked_assertion(self) -> bool:
+        """The action asserts something the recorder cannot check (no ``record.expect_text``)."""
+        return self.has_assertion and not self.record.expect_text
 
 
 class ActionScript(BaseModel):

@@ -76,7 +76,10 @@ class ThreadedMetric:
 class CachedMetric:
     """Reuses values for pairs whose pixels were seen before (identical screenshots are common).
 
-    With ``store`` the values also persist across runs (see :mod:`iwr_bench.metrics.cache`).
+    A pair whose two images are pixel-identical scores 1.0 without running the inner metric:
+    identical inputs give identical outputs (the same OCR text, a cosine of 1). Such values are
+    counted in :attr:`identical` and stored like computed ones. With ``store`` the values also
+    persist across runs (see :mod:`iwr_bench.metrics.cache`).
     """
 
     def __init__(self, inner: PairMetric, store: MetricCache | None = None) -> None:
@@ -84,6 +87,7 @@ class CachedMetric:
         self.store = store
         self._values: dict[tuple[str, str], float] = {}
         self.hits = 0
+        self.identical = 0
 
     @property
     def backend(self) -> Backend:
@@ -91,22 +95,28 @@ class CachedMetric:
         return self.inner.backend
 
     async def __call__(self, pairs: Sequence[Pair]) -> list[float]:
-        """Similarities, computing only pairs not already known."""
+        """Similarities, computing only pairs not already known and not pixel-identical."""
         keys = [(pixel_digest(a), pixel_digest(b)) for a, b in pairs]
-        ns = namespace(self.inner.backend)
-        if self.store is not None:
-            for key in keys:
-                if key not in self._values:
-                    known = self.store.get(ns + "|pair", f"{key[0]}:{key[1]}")
-                    if isinstance(known, (int, float)):
-                        self._values[key] = float(known)
+        ns = namespace(self.inner.backend) + "|pair"
+        for key in keys:
+            if key in self._values:
+                continue
+            if key[0] == key[1]:
+                self._values[key] = 1.0
+                self.identical += 1
+                if self.store is not None:
+                    self.store.put(ns, f"{key[0]}:{key[1]}", 1.0)
+            elif self.store is not None:
+                known = self.store.get(ns, f"{key[0]}:{key[1]}")
+                if isinstance(known, (int, float)):
+                    self._values[key] = float(known)
         todo = {k: p for k, p in zip(keys, pairs, strict=True) if k not in self._values}
         self.hits += len(pairs) - len(todo)
         if todo:
             for key, value in zip(todo, await self.inner(list(todo.values())), strict=True):
                 self._values[key] = value
                 if self.store is not None:
-                    self.store.put(ns + "|pair", f"{key[0]}:{key[1]}", value)
+                    self.store.put(ns, f"{key[0]}:{key[1]}", value)
         return [self._values[k] for k in keys]
 
 

@@ -1,10 +1,11 @@
 """Build the built-in suite: record every source app and write its mutants.
 
 ``python -m iwr_bench.suites.build`` (or ``make suite``) records each
-``sources/<slug>/site`` with its ``task.yaml`` into ``sample/`` (official layout) and writes
-``sample-mutants/<id>/<name>/{index.html,mutant.json}``: the reference page with one
-deliberate defect and the first action that must fail because of it. Recording is
-deterministic apart from video encoding.
+``sources/<slug>/site`` with its ``task.yaml`` into ``sample/`` (official layout), proves each
+task on its own oracle (IFS 100, checkpoints >= 0.98, no failed request), and writes
+``sample-mutants/<id>/<name>/``: the recorded reference bundle with one deliberate defect in the
+file(s) the mutant names, plus ``mutant.json`` with the first action that must fail because of
+it. Recording is deterministic apart from video encoding.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import anyio
 import yaml
 from pydantic import BaseModel, Field, TypeAdapter
 
-from iwr_bench.dataset.recorder import RecordConfig, record, rewrite_references
+from iwr_bench.agents.proof import OracleProver
+from iwr_bench.dataset.layout import REFERENCE_DIR
+from iwr_bench.dataset.recorder import RecordConfig, RecordError, record
 from iwr_bench.dataset.script import load_script
 from iwr_bench.errors import UserError
 from iwr_bench.tools.pool import PagePool, PoolConfig
@@ -30,12 +33,16 @@ SOURCES = HERE / "sources"
 SAMPLE = HERE / "sample"
 MUTANTS = HERE / "sample-mutants"
 
-MutantKind = Literal["handler_removed", "label_changed", "off_by_one", "layout_changed"]
+MutantKind = Literal[
+    "handler_removed", "label_changed", "off_by_one", "layout_changed", "rule_changed", "hidden_leftovers"
+]
 
 
 class Replacement(BaseModel):
-    """One exact substring replacement in the site's index.html."""
+    """One exact substring replacement in one file of the site."""
 
+    file: str = "index.html"
+    """Site-relative path of the file to edit (``js/game.js``, ``css/style.css``, ...)."""
     old: str
     """Text to find; it must occur exactly once."""
     new: str
@@ -64,33 +71,42 @@ def load_mutants(path: Path) -> list[Mutant]:
     return TypeAdapter(list[Mutant]).validate_python(yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
-def apply_mutant(html: str, mutant: Mutant) -> str:
-    """Apply every replacement, each of which must match exactly once.
+def apply_mutant(files: dict[str, str], mutant: Mutant) -> dict[str, str]:
+    """Apply every replacement to ``files`` (path -> text); each ``old`` must match exactly once.
 
-    Raises:
-        UserError: when a replacement's ``old`` text is missing or ambiguous.
+    Returns the edited files only. Raises:
+        UserError: when a named file is missing or a replacement's ``old`` text is missing or ambiguous.
     """
+    edited: dict[str, str] = {}
     for rep in mutant.replace:
-        count = html.count(rep.old)
+        if rep.file not in files:
+            raise UserError(f"mutant {mutant.name}: {rep.file} is not a file of the recorded site")
+        text = edited.get(rep.file, files[rep.file])
+        count = text.count(rep.old)
         if count != 1:
-            raise UserError(f"mutant {mutant.name}: {rep.old[:60]!r} occurs {count} times (must be once)")
-        html = html.replace(rep.old, rep.new)
-    return html
+            raise UserError(
+                f"mutant {mutant.name}: {rep.old[:60]!r} occurs {count} times in {rep.file} (must be once)"
+            )
+        edited[rep.file] = text.replace(rep.old, rep.new)
+    return edited
 
 
-def write_mutants(source: Path, task_id: int, mapping: dict[str, str], dest: Path) -> int:
-    """Write the mutants of one source app; returns how many."""
+def write_mutants(source: Path, task_id: int, reference: Path, dest: Path) -> int:
+    """Write the mutants of one source app as edited copies of its reference bundle; returns how many."""
     mutants_file = source / "mutants.yaml"
     if not mutants_file.is_file():
         return 0
-    html = (source / "site" / "index.html").read_text(encoding="utf-8")
     mutants = load_mutants(mutants_file)
     for mutant in mutants:
+        names = {rep.file for rep in mutant.replace}
+        files = {n: (reference / n).read_text(encoding="utf-8") for n in names if (reference / n).is_file()}
+        edited = apply_mutant(files, mutant)
         folder = dest / str(task_id) / mutant.name
-        folder.mkdir(parents=True, exist_ok=True)
-        page = rewrite_references(apply_mutant(html, mutant), mapping)
-        (folder / "index.html").write_text(page, encoding="utf-8")
-        manifest = mutant.model_dump(exclude={"replace"}) | {"task_id": task_id}
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(reference, folder)
+        for name, text in edited.items():
+            (folder / name).write_text(text, encoding="utf-8")
+        manifest = mutant.model_dump(exclude={"replace"}) | {"task_id": task_id, "files": sorted(edited)}
         (folder / "mutant.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return len(mutants)
 
@@ -105,16 +121,30 @@ async def build(sources: Path, out: Path, mutants_out: Path, only: set[str] | No
     if not only:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(mutants_out, ignore_errors=True)
+    prover = OracleProver()
+    failed: list[str] = []
     async with PagePool(PoolConfig(size=1, settle=RecordConfig().settle)) as pool:
         for app in apps:
             script = load_script(app / "task.yaml")
-            folder = await record(app / "site", script, out, pool=pool)
-            mapping = json.loads((out / "asset_maps" / f"{script.id}.json").read_text(encoding="utf-8"))
+            try:
+                done = await record(app / "site", script, out, pool=pool, prove=prover)
+            except RecordError as exc:
+                failed.append(app.name)
+                print(f"{app.name}: error: {exc}", file=sys.stderr, flush=True)
+                continue
             shutil.rmtree(mutants_out / str(script.id), ignore_errors=True)
-            n = write_mutants(app, script.id, mapping, mutants_out)
+            n = write_mutants(app, script.id, done.folder / REFERENCE_DIR, mutants_out)
+            proof = done.proof
+            low = min(proof.checkpoint_scores.values(), default=1.0) if proof else 1.0
             print(
-                f"{app.name}: task {script.id} -> {folder.relative_to(out.parent)} ({n} mutants)", flush=True
+                f"{app.name}: task {script.id} -> {done.folder.relative_to(out.parent)} ({n} mutants; "
+                f"oracle IFS {proof.ifs * 100 if proof else 0:.0f}, lowest checkpoint {low:.3f})",
+                flush=True,
             )
+            for warning in done.warnings:
+                print(f"  warning: {warning}", flush=True)
+    if failed:
+        raise UserError(f"{len(failed)} source app(s) did not record and prove: {', '.join(failed)}")
 
 
 def main(argv: list[str] | None = None) -> int:

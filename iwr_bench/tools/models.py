@@ -108,6 +108,10 @@ class PageSpec(BaseModel):
     """Folder whose files the page refers to as ``__PLACEHOLDER_ASSETS_BASE_DIR__/<file>``."""
     viewport: Viewport = Viewport()
     """Viewport size (the task resolution)."""
+    random_seed: int | None = None
+    """Seed of ``Math.random`` for this page (the task's recorded seed); None: the pool's rule."""
+    clock_start_ms: int | None = None
+    """Start of the page clock for this page (the task's recorded one); None: the pool's setting."""
 
     @field_validator("page")
     @classmethod

@@ -42,10 +42,31 @@ class PoolConfig(BaseModel):
     """Pinned clock, locale, timezone and randomness."""
 
 
+STEADY_RASTER_FLAGS: tuple[str, ...] = (
+    "--run-all-compositor-stages-before-draw",
+    "--disable-checker-imaging",
+    "--num-raster-threads=1",
+)
+"""Chromium flags that make rendering repeatable: without them a page's scaled images come out a
+few levels different from one load to the next (timing of decode and raster), so a replay of a
+recorded page would not be pixel-identical to its recording."""
+
+
 def page_seed(server: PageServer) -> int:
     """Seed of ``Math.random`` derived from the page's HTML bytes: same page, same sequence."""
-    data = (server.root / server.entry).read_bytes()
+    return html_seed((server.root / server.entry).read_bytes())
+
+
+def html_seed(data: bytes) -> int:
+    """Seed derived from an entry page's bytes (the first 4 bytes of their SHA-256)."""
     return int.from_bytes(hashlib.sha256(data).digest()[:4], "big")
+
+
+def _seed(spec: PageSpec, determinism: Determinism, server: PageServer) -> int:
+    """The spec's seed (a task's recorded one), else the pool's fixed seed, else the page's own."""
+    if spec.random_seed is not None:
+        return spec.random_seed
+    return determinism.seed if determinism.seed is not None else page_seed(server)
 
 
 class PagePool:
@@ -60,6 +81,7 @@ class PagePool:
                     update={
                         "js_heap_mb": self.config.limits.js_heap_mb,
                         "memory_mb": self.config.limits.page_memory_mb,
+                        "extra_args": (*STEADY_RASTER_FLAGS, *self.config.browser.extra_args),
                     }
                 )
             )
@@ -101,8 +123,13 @@ class PagePool:
                 await browser.restart()
 
     @asynccontextmanager
-    async def page(self, spec: PageSpec, *, settle_load: bool = True) -> AsyncGenerator[PageTools]:
+    async def page(
+        self, spec: PageSpec, *, settle_load: bool = True, requests: list[str] | None = None
+    ) -> AsyncGenerator[PageTools]:
         """Open ``spec`` in a fresh isolated tab and yield its tools; the tab is closed afterwards.
+
+        ``requests``, when given, receives the path of every request the page server answers for
+        this page (the recorder keeps what the site loaded this way).
 
         Raises :class:`~iwr_bench.tools.errors.PageFailure` if the page does not load (it hangs,
         crashes); the pool stays usable.
@@ -113,14 +140,17 @@ class PagePool:
             try:
                 await self._ensure(browser)
                 async with PageServer(spec.page, spec.assets_dir, listen=browser.listen) as server:
+                    if requests is not None:
+                        server.requests = requests
+                    determinism = self.config.determinism
+                    if spec.clock_start_ms is not None:
+                        determinism = determinism.model_copy(update={"epoch_ms": spec.clock_start_ms})
                     setup = TabSetup(
                         url=server.url,
                         origin=server.origin,
                         viewport=spec.viewport,
-                        determinism=self.config.determinism,
-                        seed=self.config.determinism.seed
-                        if self.config.determinism.seed is not None
-                        else page_seed(server),
+                        determinism=determinism,
+                        seed=_seed(spec, determinism, server),
                         load_timeout=self.config.limits.load_timeout,
                     )
                     tab: CdpTab | None = None

@@ -4,40 +4,65 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
+import anyio.to_thread
 import pytest
 import yaml
+from fontTools import subset
+from fontTools.ttLib import TTFont
 from PIL import Image, ImageDraw
 
+from iwr_bench.agents.generation.baselines import OracleGenerator
+from iwr_bench.agents.generation.output import write_result
+from iwr_bench.agents.grounding import HeuristicGrounder
+from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
+from iwr_bench.agents.judge.executor import Executor
+from iwr_bench.agents.proof import OracleProver
 from iwr_bench.cli import main
 from iwr_bench.dataset.frames import probe_video, sample_frames
 from iwr_bench.dataset.layout import load_tasks
-from iwr_bench.dataset.recorder import PLACEHOLDER, RecordError, record, upsert_record
+from iwr_bench.dataset.recorder import Recorded, RecordError, record, upsert_record
 from iwr_bench.dataset.script import load_script
 from iwr_bench.dataset.validate import validate
+from iwr_bench.metrics.backend import Backend
+from iwr_bench.metrics.cache import MetricCache, namespace
 from iwr_bench.metrics.hashing import pixel_digest
+from iwr_bench.metrics.pair import CachedMetric, Pair, ThreadedMetric
 from iwr_bench.tools.models import PageSpec, Viewport
-from iwr_bench.tools.pool import PagePool, PoolConfig
+from iwr_bench.tools.pool import PagePool, PoolConfig, html_seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.anyio]
 
-SITE = """<!doctype html><html><head><style>
-body { font-family: "DejaVu Sans", sans-serif; margin: 0 }
-header { background: #234; color: #fff; padding: 10px }
-.tall { height: 900px; background: url(img/bg.png) no-repeat 20px 20px }
-</style></head><body>
+SITE = """<!doctype html><html><head><link rel="stylesheet" href="css/site.css"></head><body>
 <header><img src="img/logo.png" width="40" height="40"> Counter shop</header>
 <p id="count">Count: 0</p><button class="btn" id="inc">Add one</button>
+<p id="dice">Dice: -</p><img id="face" width="30" height="30" alt="">
 <input id="name" placeholder="Your name"><p id="hello"></p><div class="tall"></div>
-<script>
-let n = 0;
-const count = document.getElementById('count');
-document.getElementById('inc').onclick = () => { n++; count.textContent = 'Count: ' + n; };
+<script src="js/state.js"></script><script src="js/app.js"></script></body></html>"""
+
+CSS = """@font-face { font-family: "Shop"; src: url("../fonts/shop.woff") format("woff"),
+  url("../fonts/shop.ttf") format("truetype"); }
+body { font-family: "Shop", sans-serif; margin: 0 }
+header { background: #234; color: #fff; padding: 10px }
+.tall { height: 900px; background: url(../img/bg.png) no-repeat 20px 20px }
+"""
+
+STATE_JS = "window.shop = { n: 0, roll: () => 1 + Math.floor(Math.random() * 6) };"
+
+APP_JS = """const count = document.getElementById('count');
+document.getElementById('inc').onclick = () => {
+  shop.n++; count.textContent = 'Count: ' + shop.n;
+  const d = shop.roll();
+  document.getElementById('dice').textContent = 'Dice: ' + d;
+  document.getElementById('face').src = 'img/face-' + (d % 2 ? 'odd' : 'even') + '.png';
+};
 document.getElementById('name').addEventListener('keydown', (e) => {
   if (e.key === 'Enter') document.getElementById('hello').textContent = 'Hello, ' + e.target.value + '!';
 });
-</script></body></html>"""
+"""
 
 SCRIPT = {
     "id": 7,
@@ -66,8 +91,7 @@ SCRIPT = {
             "type": "Press",
             "parameters": {"description": "press Enter", "key": "Enter"},
             "visual_evaluation_flag": True,
-            "logical_assertion": "a greeting 'Hello, Ada!' appears",
-            "record": {"expect_text": "Hello, Ada!"},
+            "logical_assertion": "a greeting appears under the name box",
         },
         {
             "type": "Scroll",
@@ -84,13 +108,38 @@ async def pool() -> PagePool:  # type: ignore[misc]
         yield p  # type: ignore[misc]
 
 
+def _font(dest: Path) -> None:
+    """A small subset of DejaVu Sans Bold as TTF and WOFF (renamed, as its licence asks)."""
+    font = TTFont("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
+    options = subset.Options()
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text="".join(chr(c) for c in range(32, 127)))
+    subsetter.subset(font)
+    for name in font["name"].names:
+        if name.nameID in (1, 3, 4, 6, 16):
+            name.string = "ShopTest"
+    dest.mkdir(parents=True)
+    font.save(dest / "shop.ttf")
+    font.flavor = "woff"
+    font.save(dest / "shop.woff")
+
+
 def _site(root: Path) -> Path:
     (root / "img").mkdir(parents=True)
     logo = Image.new("RGB", (80, 80), "orange")
     ImageDraw.Draw(logo).ellipse((10, 10, 70, 70), fill="purple")
     logo.save(root / "img" / "logo.png")
     Image.new("RGB", (120, 60), "teal").save(root / "img" / "bg.png")
+    Image.new("RGB", (30, 30), "navy").save(root / "img" / "face-odd.png")
+    Image.new("RGB", (30, 30), "gold").save(root / "img" / "face-even.png")
     Image.new("RGB", (10, 10), "red").save(root / "img" / "unused.png")
+    (root / "notes.txt").write_text("not part of the site")
+    _font(root / "fonts")
+    (root / "css").mkdir()
+    (root / "css" / "site.css").write_text(CSS)
+    (root / "js").mkdir()
+    (root / "js" / "state.js").write_text(STATE_JS)
+    (root / "js" / "app.js").write_text(APP_JS)
     (root / "index.html").write_text(SITE)
     return root
 
@@ -104,11 +153,24 @@ def _script(path: Path, change: dict[str, object] | None = None) -> Path:
 
 
 @pytest.fixture(scope="module")
-async def recorded(pool: PagePool, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def prover() -> OracleProver:
+    return OracleProver()
+
+
+@pytest.fixture(scope="module")
+async def recorded_result(
+    pool: PagePool, prover: OracleProver, tmp_path_factory: pytest.TempPathFactory
+) -> Recorded:
     root = tmp_path_factory.mktemp("rec")
     site = _site(root / "site")
-    await record(site, load_script(_script(root / "script.yaml")), root / "out", pool=pool)
-    return root / "out"
+    return await record(
+        site, load_script(_script(root / "script.yaml")), root / "out", pool=pool, prove=prover
+    )
+
+
+@pytest.fixture(scope="module")
+def recorded(recorded_result: Recorded) -> Path:
+    return recorded_result.folder.parent.parent
 
 
 async def test_recording_is_a_valid_official_task(recorded: Path) -> None:
@@ -125,6 +187,13 @@ async def test_recording_is_a_valid_official_task(recorded: Path) -> None:
     assert sorted(task.checkpoints) == [0, 1, 2, 3]  # initial + 3 flagged actions
 
 
+async def test_seed_and_clock_are_stored_with_the_task(recorded: Path) -> None:
+    details = json.loads((recorded / "data.jsonl").read_text())["recording_details"]
+    site_index = (recorded.parent / "site" / "index.html").read_bytes()
+    assert details["random_seed"] == html_seed(site_index)  # derived from the entry page, as before
+    assert details["clock_start_ms"] == 1_704_067_200_000
+
+
 async def test_video_decodes_with_plausible_length(recorded: Path) -> None:
     video = recorded / "data" / "7" / "video.mp4"
     info = probe_video(video)
@@ -136,42 +205,86 @@ async def test_video_decodes_with_plausible_length(recorded: Path) -> None:
     assert len(sampled.frames) == int(info.duration) + (0 if info.duration.is_integer() else 1)
 
 
-async def test_assets_are_anonymised_stitched_and_mapped(recorded: Path) -> None:
+async def test_reference_is_the_whole_site_as_loaded_and_assets_are_pictures_only(recorded: Path) -> None:
     task = recorded / "data" / "7"
-    assert sorted(p.name for p in (task / "assets").iterdir()) == ["001.png", "002.png"]
+    reference = sorted(p.relative_to(task / "reference").as_posix() for p in (task / "reference").rglob("*"))
+    files = [p for p in reference if "." in p]
+    faces = [p for p in files if "face-" in p]  # its path is built at run time from the dice roll
+    assert len(faces) == 1 and [p for p in files if p not in faces] == [
+        "css/site.css",
+        "fonts/shop.ttf",  # named by the @font-face rule though the browser took the woff
+        "fonts/shop.woff",
+        "img/bg.png",
+        "img/logo.png",
+        "index.html",
+        "js/app.js",
+        "js/state.js",
+    ]
+    assert (task / "reference" / "js" / "app.js").read_text() == APP_JS  # unchanged, original paths
     mapping = json.loads((recorded / "asset_maps" / "7.json").read_text())
-    assert mapping == {"img/logo.png": "001.png", "img/bg.png": "002.png"}
+    assert list(mapping)[:2] == ["img/logo.png", "img/bg.png"] and len(mapping) == 3
+    assert all(rel.startswith("img/") for rel in mapping)  # no font, script or stylesheet
+    assert sorted(p.name for p in (task / "assets").iterdir()) == ["001.png", "002.png", "003.png"]
     assert json.loads((task / "stitched_assets" / "sheets.json").read_text()) == {
-        "stitched_image_01.png": ["001.png", "002.png"]
+        "stitched_image_01.png": ["001.png", "002.png", "003.png"]
     }
-    html = (task / "reference" / "index.html").read_text()
-    assert (
-        "img/logo.png" not in html
-        and f"{PLACEHOLDER}/001.png" in html
-        and f"url({PLACEHOLDER}/002.png)" in html
-    )
-    assert not any("img" in p.name for p in (task / "reference").rglob("*"))
 
 
-async def test_checkpoints_match_a_fresh_screenshot_of_the_reference(recorded: Path, pool: PagePool) -> None:
-    task = recorded / "data" / "7"
-    spec = PageSpec(
-        page=str(task / "reference"),
-        assets_dir=str(task / "assets"),
-        viewport=Viewport(width=640, height=400),
-    )
-    async with pool.page(spec) as tools:
-        initial = await tools.screenshot()
-        obs = await tools.observe()
-        [button] = [e for e in obs.elements if e.text == "Add one"]
-        await tools.click(button.index)
-        after_click = await tools.screenshot()
+async def test_oracle_proves_itself_with_pixel_identical_pairs(
+    recorded_result: Recorded, prover: OracleProver
+) -> None:
+    proof = recorded_result.proof
+    assert proof is not None and proof.problems == [] and proof.failed_requests == []
+    assert proof.ifs == 1.0 and proof.checkpoint_scores == {0: 1.0, 1: 1.0, 3: 1.0, 4: 1.0}
+    assert prover.ocr.identical == prover.embed.identical == 4  # no model ran
+
+
+async def test_unchecked_assertion_is_kept_with_a_warning(recorded_result: Recorded, recorded: Path) -> None:
+    assert recorded_result.warnings == [
+        "step 3 (Press 'press Enter'): the recorder could not check the assertion "
+        "'a greeting appears under the name box' (no record.expect_text)"
+    ]
+    actions = json.loads((recorded / "data.jsonl").read_text())["action_sequence"]
+    assert actions[2]["logical_assertion"] == "a greeting appears under the name box"
+
+
+async def test_judged_pages_replay_the_recorded_random_states(recorded: Path, pool: PagePool) -> None:
+    task = load_tasks(recorded).by_id(7)
+    seed = task.record.recording_details.random_seed
+    assert seed is not None
+    shots: dict[int | None, bytes] = {}
+    for page_seed in (seed, seed + 1):
+        spec = PageSpec(
+            page=str(task.folder / "reference"),
+            viewport=Viewport(width=640, height=400),
+            random_seed=page_seed,
+        )
+        async with pool.page(spec) as tools:
+            obs = await tools.observe()
+            [button] = [e for e in obs.elements if e.text == "Add one"]
+            await tools.click(button.index)
+            shots[page_seed] = await tools.screenshot()
 
     def digest(data: bytes) -> str:
         return pixel_digest(Image.open(io.BytesIO(data)))
 
-    assert digest(initial) == digest((task / "checkpoints" / "step_0.png").read_bytes())
-    assert digest(after_click) == digest((task / "checkpoints" / "step_1.png").read_bytes())
+    assert digest(shots[seed]) == digest(task.checkpoints[1].read_bytes())
+    # a page whose seed is not the recorded one rolls other dice (the seeds were picked to differ)
+    assert digest(shots[seed + 1]) != digest(task.checkpoints[1].read_bytes())
+
+
+async def test_written_oracle_serves_the_bundle_without_a_failed_request(
+    recorded: Path, pool: PagePool
+) -> None:
+    task = load_tasks(recorded).by_id(7)
+    result = await OracleGenerator()(task)
+    folder = write_result(recorded.parent / "gen", result)
+    assert (folder / "js" / "app.js").is_file() and (folder / "fonts" / "shop.woff").is_file()
+    replay = await Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge()).replay(
+        task, folder, recorded.parent / "evidence"
+    )
+    assert replay.success_steps == replay.total_steps == 4
+    assert replay.console_errors == [] and replay.blocked_requests == 0
 
 
 async def test_failing_step_is_named_and_nothing_is_left(pool: PagePool, tmp_path: Path) -> None:
@@ -184,9 +297,23 @@ async def test_failing_step_is_named_and_nothing_is_left(pool: PagePool, tmp_pat
         RecordError, match=r"step 1 \(Click .the 'Add one' button.\): expected text 'Count: 2' is not visible"
     ):
         await record(site, load_script(bad), tmp_path / "out", pool=pool)
-    missing = _script(tmp_path / "missing.yaml", {"index": 1, "update": {"record": {"selector": "#nope"}}})
-    with pytest.raises(RecordError, match=r"step 2 .*selector '#nope' matches nothing"):
-        await record(site, load_script(missing), tmp_path / "out", pool=pool)
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+async def test_a_request_the_site_cannot_answer_refuses_the_task(pool: PagePool, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        '<link rel="stylesheet" href="style/main.css"><button id=b>Go</button>'
+        '<script src="js/gone.js"></script>'
+    )
+    press = {"type": "Press", "parameters": {"description": "press Tab", "key": "Tab"}}
+    data = {"id": 9, "recording_details": {"resolution": "320x240"}, "actions": [press]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(
+        RecordError, match=r"requested /style/main\.css, /js/gone\.js while recording.*\(404\)"
+    ):
+        await record(site, load_script(tmp_path / "s.yaml"), tmp_path / "out", pool=pool)
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
 
@@ -209,19 +336,30 @@ def test_upsert_replaces_by_id_and_keeps_others(tmp_path: Path) -> None:
     ]
 
 
-async def test_asset_named_only_at_run_time_is_refused(pool: PagePool, tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    (site / "img").mkdir(parents=True)
-    Image.new("RGB", (20, 20), "red").save(site / "img" / "dot.png")
-    (site / "index.html").write_text(
-        "<button class=btn id=b>Go</button><img id=i width=20 height=20>"
-        "<script>document.getElementById('i').src = 'img/' + 'do' + 't.png';</script>"
-    )
-    press = {"type": "Press", "parameters": {"description": "press Tab", "key": "Tab"}}
-    data = {"id": 9, "recording_details": {"resolution": "320x240"}, "actions": [press]}
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
-    with pytest.raises(
-        RecordError, match=r"loads img/dot\.png but no file of the site names that path literally"
-    ):
-        await record(site, load_script(tmp_path / "s.yaml"), tmp_path / "out", pool=pool)
-    assert not (tmp_path / "out" / "data").exists()
+async def test_identical_pairs_score_one_without_the_model_and_are_cached(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def batch(pairs: Sequence[Pair]) -> list[float]:
+        calls.append(len(pairs))
+        return [0.5 for _ in pairs]
+
+    backend = Backend(metric="ocr", engine="counting", model="fake")
+    store = MetricCache(tmp_path / "cache.sqlite")
+    metric = CachedMetric(ThreadedMetric(backend, batch), store)
+    red, blue = Image.new("RGB", (32, 32), "red"), Image.new("RGB", (32, 32), "blue")
+    assert await metric([(red, red.copy()), (red, blue), (blue, blue.copy())]) == [1.0, 0.5, 1.0]
+    assert calls == [1] and metric.identical == 2  # only the differing pair reached the model
+    key = f"{pixel_digest(red)}:{pixel_digest(red)}"
+    assert store.get(namespace(backend) + "|pair", key) == 1.0
+
+
+async def test_validate_replay_names_the_request_a_broken_reference_fails(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "ds"
+    shutil.copytree(recorded, copy)
+    (copy / "data" / "7" / "reference" / "js" / "state.js").unlink()
+    argv = ["tasks", "validate", str(copy), "--replay"]
+    assert await anyio.to_thread.run_sync(main, argv) == 1  # the CLI runs its own event loop
+    out = capsys.readouterr().out
+    assert "task 7: error: oracle: request failed: Failed to load resource" in out and "js/state.js" in out

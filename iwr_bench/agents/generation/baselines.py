@@ -32,7 +32,12 @@ def _failure(
 
 
 class OracleGenerator:
-    """Returns the task's recorded page (``reference/index.html``): the ceiling of the benchmark."""
+    """Returns the task's recorded page (``reference/index.html``): the ceiling of the benchmark.
+
+    The rest of the recorded bundle (stylesheets, scripts, fonts, images at their original paths)
+    is handed over as ``page_files`` and written beside the page, so it is served exactly as it
+    was while recording.
+    """
 
     name = "oracle"
 
@@ -40,8 +45,8 @@ class OracleGenerator:
         self.asset_base = asset_base
 
     async def __call__(self, task: Task) -> GenerationResult:
-        """The reference page; an asset placeholder in it is resolved as in a generated page
-        (when written, relative to the task's assets; or to ``asset_base`` when one is given)."""
+        """The reference page and its bundle; an asset placeholder in the page is resolved as in a
+        generated page (when written, relative to the task's assets; or to ``asset_base`` when given)."""
         start = time.monotonic()
         page = task.reference_page
         if page is None:
@@ -52,8 +57,15 @@ class OracleGenerator:
         except (OSError, UnicodeDecodeError) as exc:
             return _failure(task, self.name, start, FailureKind.no_reference, type(exc).__name__, str(exc))
         html = text if self.asset_base is None else resolve_assets(text, self.asset_base)
+        bundle = str(page.parent) if any(p.name != page.name for p in page.parent.iterdir()) else None
         return _result(
-            task, self.name, start, html=html, asset_base=self.asset_base, assets_dir=str(task.assets_dir)
+            task,
+            self.name,
+            start,
+            html=html,
+            asset_base=self.asset_base,
+            assets_dir=str(task.assets_dir),
+            page_files=bundle,
         )
 
 

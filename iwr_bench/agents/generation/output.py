@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from iwr_bench.agents.generation.config import slugify
@@ -46,6 +47,13 @@ def write_result(out: Path, result: GenerationResult) -> Path:
     folder = result_dir(out, result.task_id, result.model)
     folder.mkdir(parents=True, exist_ok=True)
     resolve_page_assets(folder, result)
+    if result.page_files is not None:  # the page's other files, at their paths; index.html is `html`
+        root = Path(result.page_files)
+
+        def skip(d: str, names: list[str]) -> list[str]:
+            return [PAGE] if Path(d) == root else []
+
+        shutil.copytree(root, folder, ignore=skip, dirs_exist_ok=True)
     write_atomic(folder / PAGE, result.html.encode("utf-8"))
     raw = folder / RAW
     if result.raw is not None:

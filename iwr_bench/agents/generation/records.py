@@ -132,6 +132,8 @@ class GenerationResult(BaseModel):
     """What the asset placeholder prefix was replaced with (set when the page is written)."""
     assets_dir: str | None = None
     """The task's assets folder; the page refers to it by a path relative to the page's folder."""
+    page_files: str | None = None
+    """A folder whose files are copied beside ``index.html`` (the oracle's recorded bundle)."""
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the generation started (UTC)."""
 

@@ -101,6 +101,7 @@ class Executor:
             page=str(page),
             assets_dir=str(task.assets_dir) if task.assets_dir.is_dir() else None,
             viewport=Viewport(width=size.width, height=size.height),
+            **task.record.recording_details.model_dump(include={"random_seed", "clock_start_ms"}),
         )
         try:
             with emitting(self.emit):

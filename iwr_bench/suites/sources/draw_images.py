@@ -377,6 +377,30 @@ def game2048() -> dict[str, Image.Image]:
     return {"logo.png": img}
 
 
+def medal(ring: str, face: str, label: str) -> Image.Image:
+    img = Image.new("RGBA", (56, 56), (0, 0, 0, 0))
+    d = ImageDraw.Draw(img)
+    d.polygon([(18, 0), (28, 18), (38, 0)], fill="#c0392b")
+    d.ellipse([6, 12, 50, 56], fill=ring)
+    d.ellipse([12, 18, 44, 50], fill=face)
+    centered_text(d, (12, 18, 44, 50), label, 14, "#5a4a3a")
+    return img
+
+
+def merge_tiles() -> dict[str, Image.Image]:
+    grain = Image.new("RGB", (24, 24), hexc("#bbada0"))
+    d = ImageDraw.Draw(grain)
+    for i in range(0, 24, 6):
+        d.line([(0, i), (24, i + 3)], fill=hexc("#b3a496"))
+    return {
+        "logo.png": game2048()["logo.png"],
+        "board-grain.png": grain,
+        "medal-none.png": medal("#d6cfc4", "#ece6dc", "-"),
+        "medal-bronze.png": medal("#a0652d", "#d49a5a", "16"),
+        "medal-silver.png": medal("#8d99a6", "#d9e0e6", "32"),
+    }
+
+
 def calculator() -> dict[str, Image.Image]:
     return {"logo.png": logo("Abacus", "#1f2937", "#fbbf24", 130, 40, "=")}
 
@@ -394,6 +418,7 @@ SITES: dict[str, Callable[[], dict[str, Image.Image]]] = {
     "booking-wizard": booking,
     "tile-2048": game2048,
     "calculator": calculator,
+    "merge-tiles": merge_tiles,
 }
 
 

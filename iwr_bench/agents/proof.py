@@ -1,0 +1,105 @@
+"""Every recorded task proves itself: its reference page, judged offline, must pass its own task.
+
+The reference bundle is replayed with the offline judges (heuristic grounder and assertion
+judge): IFS must be 100, no request may fail (a 404 or a request the sandbox blocked), and every
+checkpoint's visual score (LVS: mean of OCR text similarity and image-embedding cosine) must be at
+least ``min_visual`` against its own recording. Recording is deterministic, so the screenshots are
+usually pixel-identical to the checkpoints and score 1.0 without running OCR or the embedder
+(see :class:`~iwr_bench.metrics.pair.CachedMetric`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from iwr_bench.agents.grounding import HeuristicGrounder
+from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
+from iwr_bench.agents.judge.evaluate import scored_pairs
+from iwr_bench.agents.judge.executor import Executor
+from iwr_bench.agents.judge.records import Replay
+from iwr_bench.dataset.layout import REFERENCE_DIR, Task
+from iwr_bench.dataset.recorder import OracleProof
+from iwr_bench.metrics.cache import MetricCache
+from iwr_bench.metrics.embed import EmbedderUnavailable
+from iwr_bench.metrics.hashing import as_image, pixel_digest
+from iwr_bench.metrics.pair import CachedMetric, effnet_metric, ocr_metric
+from iwr_bench.metrics.scoring import lvs
+from iwr_bench.tools.pool import PagePool
+
+FAILED_LOAD = "Failed to load resource"
+"""Start of the browser's log line for a request answered with an error status."""
+
+
+class OracleProver:
+    """Judges a task's own reference page offline (a :class:`~iwr_bench.dataset.recorder.Prover`)."""
+
+    def __init__(
+        self, min_visual: float = 0.98, device: str = "cpu", store: MetricCache | None = None
+    ) -> None:
+        self.min_visual = min_visual
+        self.ocr = CachedMetric(ocr_metric(device=device), store)
+        self.embed = CachedMetric(effnet_metric(device=device), store)
+
+    async def __call__(self, task: Task, pool: PagePool) -> OracleProof:
+        """Replay the reference page of ``task`` and check IFS, requests and checkpoints."""
+        executor = Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
+        with tempfile.TemporaryDirectory(prefix="iwr-proof-") as tmp:
+            evidence = Path(tmp)
+            replay = await executor.replay(task, task.folder / REFERENCE_DIR, evidence)
+            scores, unscored = await self._checkpoint_scores(task, replay, evidence)
+        failed = [e for e in replay.console_errors if e.startswith(FAILED_LOAD)]
+        if replay.blocked_requests:
+            failed.append(f"{replay.blocked_requests} request(s) blocked by the sandbox")
+        problems = _action_problems(task, replay) + [f"request failed: {f}" for f in failed] + unscored
+        problems += [
+            f"checkpoint step_{step} ({_after(task, step)}) scores {score:.3f} against its recording "
+            f"(needs {self.min_visual:g})"
+            for step, score in scores.items()
+            if score < self.min_visual
+        ]
+        ifs = replay.success_steps / replay.total_steps if replay.total_steps else 0.0
+        return OracleProof(ifs=ifs, checkpoint_scores=scores, failed_requests=failed, problems=problems)
+
+    async def _checkpoint_scores(
+        self, task: Task, replay: Replay, evidence: Path
+    ) -> tuple[dict[int, float], list[str]]:
+        """Scores by step; when a pair differs and the metrics cannot run here, a problem per such pair."""
+        pairs = scored_pairs(task, replay)
+        images = [
+            (as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs
+        ]
+        try:
+            ocr = await self.ocr(images)
+            embed = await self.embed(images)
+        except (ImportError, EmbedderUnavailable) as exc:
+            differing = [
+                step
+                for (step, _, _), (a, b) in zip(pairs, images, strict=True)
+                if pixel_digest(a) != pixel_digest(b)
+            ]
+            return {}, [
+                f"checkpoint step_{step} ({_after(task, step)}) is not pixel-identical to its recording "
+                f"and the visual metrics cannot run here ({type(exc).__name__}: {exc})"
+                for step in differing
+            ]
+        return {step: round(lvs(o, e), 4) for (step, _, _), o, e in zip(pairs, ocr, embed, strict=True)}, []
+
+
+def _action_problems(task: Task, replay: Replay) -> list[str]:
+    if replay.failure is not None:
+        return [f"the reference page did not run: {replay.failure}: {replay.message}"]
+    actions = task.record.action_sequence
+    return [
+        f"step {a.index + 1} ({a.type} {actions[a.index].parameters.description!r}) failed: "
+        f"{a.failure}: {a.message}"
+        for a in replay.actions
+        if a.status == "failed"
+    ][:1]
+
+
+def _after(task: Task, step: int) -> str:
+    if step == 0:
+        return "the initial state"
+    action = task.record.action_sequence[step - 1]
+    return f"after step {step}, {action.type} {action.parameters.description!r}"
