@@ -52,7 +52,7 @@ from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.batching import BatchingMetric
-from iwr_bench.engine.config import RunConfig, is_baseline, provider_of
+from iwr_bench.engine.config import RunConfig, generator_design, provider_of
 from iwr_bench.engine.events import (
     Event,
     EventBus,
@@ -83,7 +83,7 @@ from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
 from iwr_bench.metrics.scoring import PairScore, TaskScore
-from iwr_bench.registry import create
+from iwr_bench.registry import build, create, load_plugins
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
@@ -228,6 +228,7 @@ class Engine:
             UserError: bad paths, unknown ids, unknown roles, missing API keys, a bad run folder.
         """
         cfg = self.config
+        load_plugins(cfg.plugins)  # outside designs register before anything is built
         source = builtin_suite() if cfg.tasks == "builtin" else Path(cfg.tasks).expanduser()
         if not source.exists():
             raise UserError(f"tasks: {source} does not exist")
@@ -274,8 +275,9 @@ class Engine:
             self.store.put_call(key, role, response)
 
     def _build_generator(self, m: ModelConfig) -> Generator:
-        if is_baseline(m) and m.slug not in self._model_overrides:
-            generator, _ = create("generator", m.name)
+        design = generator_design(m)
+        if design is not None and m.slug not in self._model_overrides:
+            generator, _ = build("generator", design[0], design[1])
             return generator
         assert self.limits is not None
         model = self._model_overrides.get(m.slug) or build_model(m)
