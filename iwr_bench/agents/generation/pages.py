@@ -8,6 +8,7 @@
   (``iwr_bench/suites/sample-mutants/<id>/NAME/index.html``).
 
 A task with no page gets a failed result (``no_reference``): its page is missing and scores 0.
+The asset placeholder of the published pages is resolved as for the oracle (``assets``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from iwr_bench.agents.generation.errors import FailureKind
+from iwr_bench.agents.generation.postprocess import DEFAULT_ASSET_BASE, resolve_assets
 from iwr_bench.agents.generation.records import ErrorInfo, GenerationResult, ImageCounts
 from iwr_bench.dataset.layout import Task
 from iwr_bench.registry import register
@@ -51,7 +53,7 @@ class PageFolderGenerator:
             where = self.root / str(task.id) / (self.pick or "")
             return None, f"no page for task {task.id} under {where}"
         try:
-            return page.read_text(encoding="utf-8"), ""
+            return resolve_assets(page.read_text(encoding="utf-8"), DEFAULT_ASSET_BASE), ""
         except (OSError, UnicodeDecodeError) as exc:
             return None, f"{page}: {exc}"
 
@@ -67,7 +69,8 @@ class PageFolderGenerator:
             return result.model_copy(
                 update={"status": "failed", "error": error, "latency_s": time.monotonic() - start}
             )
-        return result.model_copy(update={"html": html, "latency_s": time.monotonic() - start})
+        update = {"html": html, "asset_base": DEFAULT_ASSET_BASE, "latency_s": time.monotonic() - start}
+        return result.model_copy(update=update)
 
 
 @register("generator", "pages")
