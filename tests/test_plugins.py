@@ -316,9 +316,7 @@ only = [101, 102]
 plugins = ["quoted_text_judge.py"]   # next to this file
 
 [[models]]
-name = "oracle"
-[[models]]
-name = "mutants:hours-label-changed"
+name = "mutants:hours-label-changed"   # task 102 has no such mutant: no page, scored 0
 
 [judge.grounder]
 name = "lcs"                          # from the installed distribution's entry point
@@ -356,19 +354,23 @@ browser_pages = 1
     assert designs["assertions"]["kind"] == "file" and designs["assertions"]["path"] == str(judge_file)
     assert designs["assertions"]["options"] == {"case_sensitive": False}
     assert manifest["config"]["plugins"] == [str(judge_file)]
-    assert manifest["models"] == ["oracle", "mutants_hours-label-changed"]
+    assert manifest["models"] == ["mutants_hours-label-changed"]
     assert gen_jobs[102, "mutants_hours-label-changed"].status == "failed"  # no such mutant of 102
-    for task_id in (101, 102):
-        evaluation = json.loads((run / "judged" / str(task_id) / "oracle" / "eval.json").read_text())
-        actions = evaluation["replay"]["actions"]
-        grounded = [a["grounding"]["grounder"] for a in actions if a.get("grounding")]
-        judged = [a["assertion"]["judge"] for a in actions if a.get("assertion")]
-        assert grounded and set(grounded) == {"lcs(min_chars=4)"}
-        assert set(judged) <= {"quoted-text"}
-        assert evaluation["replay"]["success_steps"] > 0
-    mutant = json.loads((run / "judged" / "101" / "mutants_hours-label-changed" / "eval.json").read_text())
-    oracle = json.loads((run / "judged" / "101" / "oracle" / "eval.json").read_text())
-    assert mutant["replay"]["success_steps"] < oracle["replay"]["success_steps"]
+    evaluation = json.loads(
+        (run / "judged" / "101" / "mutants_hours-label-changed" / "eval.json").read_text()
+    )
+    actions = evaluation["replay"]["actions"]
+    assert {a["grounding"]["grounder"] for a in actions if a.get("grounding")} == {"lcs(min_chars=4)"}
+    assert actions[2]["status"] == "ok" and "Read the artist" in actions[2]["grounding"]["reason"]
+    # The relabelled 'Show studio hours' button (action 4) is where the mutant breaks: the longest
+    # common substring finds another button or none, and the hours quoted in the assertion never show.
+    assert evaluation["replay"]["success_steps"] == 4
+    assert actions[4]["status"] == "failed"
+    if actions[4]["failure"] == "assertion_failed":
+        assert actions[4]["assertion"]["judge"] == "quoted-text"
+        assert "not visible" in actions[4]["assertion"]["reasoning"]
+    else:
+        assert actions[4]["failure"] == "element_not_found"
 
     # A fresh process without the distribution: one line naming the module and how to get it.
     resume = [sys.executable, "-m", "iwr_bench", "run", "--resume", str(run), "--quiet"]
@@ -391,20 +393,20 @@ browser_pages = 1
     finally:
         store.close()
     assert again[102, "mutants_hours-label-changed"].status == "failed"
-    assert again[101, "oracle"].status == "done"
+    assert again[101, "mutants_hours-label-changed"].status == "done"
 
 
 @pytest.mark.browser
 def test_judge_only_with_a_plugin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pages = tmp_path / "pages"
-    for task_id in ("101", "102"):
-        shutil.copytree(MUTANTS / task_id, pages / task_id)
+    for task_id, mutant in (("101", "story-handler-removed"), ("102", "packing-label-changed")):
+        shutil.copytree(MUTANTS / task_id / mutant, pages / task_id / mutant)
     argv = ["judge", "--tasks", str(builtin_suite()), "--pages", str(pages), "--out", str(tmp_path / "out")]
     plugin = ["--plugin", str(EXAMPLES / "quoted_text_judge.py"), "--assertions", "quoted-text"]
     assert main([*argv, *plugin, "--only", "102"]) == 0
     out = capsys.readouterr().out
     judged = sorted(line.split(":")[0] for line in out.splitlines() if line.startswith("task "))
-    assert judged == [f"task 102 {m.name}" for m in sorted((MUTANTS / "102").iterdir())]
+    assert judged == ["task 102 packing-label-changed"]
     evaluation = json.loads((tmp_path / "out" / "102" / "packing-label-changed" / "eval.json").read_text())
     judges = {a["assertion"]["judge"] for a in evaluation["replay"]["actions"] if a.get("assertion")}
     assert judges <= {"quoted-text"}
