@@ -411,3 +411,32 @@ def test_judge_only_with_a_plugin(tmp_path: Path, capsys: pytest.CaptureFixture[
     judges = {a["assertion"]["judge"] for a in evaluation["replay"]["actions"] if a.get("assertion")}
     assert judges <= {"quoted-text"}
     assert not (tmp_path / "out" / "101").exists()
+
+
+def test_readme_design_loads_and_a_role_named_again_keeps_its_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from iwr_bench.cli import build_parser
+    from iwr_bench.cli.run import build_config
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Write your own judge", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.splitlines()) + 3 < 30  # the design and its two commands
+    (tmp_path / "my_grounder.py").write_text(code, encoding="utf-8")
+    run_file = tmp_path / "run.toml"
+    run_file.write_text(
+        'plugins = ["my_grounder.py"]\n[judge.grounder]\nname = "last-word"\noptions = { exact = true }\n',
+        encoding="utf-8",
+    )
+    args = build_parser().parse_args(["run", "-c", str(run_file), "--grounder", "last-word"])
+    config = build_config(args)
+    assert config.plugins == [str(tmp_path / "my_grounder.py")]  # relative to the run file
+    assert config.judge.grounder.options == {"exact": True}
+    assert main(["judges", "list", "--plugin", str(tmp_path / "my_grounder.py"), "--json"]) == 0
+    listed = {(d["role"], d["name"]): d for d in json.loads(capsys.readouterr().out)}
+    assert listed["grounder", "last-word"]["options"][0]["name"] == "exact"
+    switched = build_config(
+        build_parser().parse_args(["run", "-c", str(run_file), "--grounder", "heuristic"])
+    )
+    assert switched.judge.grounder.options == {}

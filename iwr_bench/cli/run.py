@@ -129,8 +129,9 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         ("judge_error_policy", "judge_error_policy"),
         ("undetermined_policy", "undetermined_policy"),
     ):
-        if getattr(args, opt) is not None:
-            judge[key] = getattr(args, opt)
+        value = getattr(args, opt)
+        if value is not None and not (isinstance(judge[key], dict) and judge[key].get("name") == value):
+            judge[key] = value  # a role named again on the command line keeps its run-file options
     limits = data["limits"]
     for opt, key in (
         ("pages_at_once", "browser_pages"),
