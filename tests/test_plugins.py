@@ -108,7 +108,7 @@ def test_entry_point_and_file_designs_are_listed_with_origin_and_options(
         (
             "broken.py",
             "",
-            "plugin '{dir}/broken.py': cannot import {dir}/broken.py: RuntimeError: no GPU here",
+            "plugin '{dir}/broken.py': cannot import {dir}/broken.py: RuntimeError: no GPU",
         ),
         (
             "no_such_module_xyz",
