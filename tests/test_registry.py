@@ -27,7 +27,7 @@ def test_create_records_a_spec_that_rebuilds() -> None:
 def test_unknown_name_and_bad_args_are_user_errors() -> None:
     with pytest.raises(UserError, match=r"unknown test-role 'nope' \(known: thing\)"):
         create("test-role", "nope")
-    with pytest.raises(UserError, match="bad arguments"):
+    with pytest.raises(UserError, match=r"bad options for test-role 'thing'"):
         create("test-role", "thing", colour="red")
 
 

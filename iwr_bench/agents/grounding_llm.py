@@ -16,7 +16,6 @@ from pydantic_ai.messages import UserContent
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest, element_kind, element_label
 from iwr_bench.agents.judge.llm_base import Asked, ask, model_label
 from iwr_bench.registry import register
@@ -141,9 +140,6 @@ class LLMGrounder:
 
 
 @register("grounder", "llm")
-def llm_grounder(
-    model: str, retries: int = 2, base_url: str | None = None, api_key_env: str | None = None
-) -> Grounder:
-    """LLM grounder on ``model`` (``provider:name``, or a model served at ``base_url``)."""
-    config = ModelConfig(name=model, base_url=base_url, api_key_env=api_key_env)
-    return LLMGrounder(build_model(config), retries=retries, name=f"llm:{model}")
+def llm_grounder(judge_model: Model, retries: int = 2) -> Grounder:
+    """LLM grounder on the run's judge model (``[judge] model``); it looks at the screenshot when unsure."""
+    return LLMGrounder(judge_model, retries=retries, name=f"llm:{model_label(judge_model)}")

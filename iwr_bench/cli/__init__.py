@@ -14,7 +14,17 @@ from collections.abc import Sequence
 from iwr_bench.errors import UserError
 
 # Modules under iwr_bench.cli that contribute sub-commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("tasks", "record", "demo", "run", "report", "generate", "judge", "mcp")
+COMMAND_MODULES: tuple[str, ...] = (
+    "tasks",
+    "record",
+    "demo",
+    "run",
+    "report",
+    "generate",
+    "judge",
+    "judges",
+    "mcp",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,6 +26,7 @@ from iwr_bench.agents.generation import (
 from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
+from iwr_bench.engine.config import only_tasks
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
@@ -46,6 +47,7 @@ def register(sub: Subparsers) -> None:
         f"or a baseline ({', '.join(BASELINES)}); repeatable",
     )
     p.add_argument("--out", type=Path, required=True, help="results folder: <out>/<id>/<model>/index.html")
+    p.add_argument("--only", help="comma-separated task ids to keep")
     p.add_argument("--config", type=Path, default=None, help="TOML run file with [[models]] tables")
     p.add_argument("--no-cache", action="store_true", help="always call the model; do not read the cache")
     p.add_argument(
@@ -137,6 +139,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise UserError("--budget must not be negative")
     task_set = load_tasks(args.tasks)
     skipped = unreadable(task_set, skip_invalid=args.skip_invalid)
+    task_set.tasks = only_tasks(task_set.tasks, args.only, args.tasks)
     if not task_set.tasks:
         raise UserError(f"{args.tasks} holds no readable task (run `iwr tasks validate {args.tasks}`)")
     budget = Budget(args.budget)

@@ -16,14 +16,14 @@ from iwr_bench.agents.judge.official import aggregate
 from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.cli._common import Subparsers
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
-from iwr_bench.engine.config import JudgeSettings
+from iwr_bench.engine.config import JudgeSettings, only_tasks, plugin_refs
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.registry import create
+from iwr_bench.registry import create, load_plugins
 from iwr_bench.report.tables import hvs_note
 from iwr_bench.tools.models import SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
@@ -35,8 +35,18 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--tasks", type=Path, required=True, help="dataset root, .jsonl file or task folder")
     p.add_argument("--pages", type=Path, required=True, help="results tree with <id>/<model>/index.html")
     p.add_argument("--out", type=Path, required=True, help="where eval.json and evidence go")
-    p.add_argument("--grounder", default="heuristic", help="grounder: heuristic (default) or llm")
-    p.add_argument("--assertions", default="heuristic", help="assertion judge: heuristic (default) or llm")
+    p.add_argument("--only", help="comma-separated task ids to keep")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="import this module or .py file first (it registers designs); repeatable",
+    )
+    p.add_argument(
+        "--grounder", default="heuristic", help="grounder: heuristic (default), llm, or any listed"
+    )
+    p.add_argument("--assertions", default="heuristic", help="assertion judge: heuristic (default), llm, ...")
     p.add_argument("--judge-model", default="", help="model of the llm grounder / assertion judge")
     p.add_argument(
         "--rubric",
@@ -105,18 +115,21 @@ def model_folder(pages: Path, task_id: int, model: str) -> Path | None:
 
 def cmd_judge(args: argparse.Namespace) -> int:
     """Judge every (task, model) page; a missing page scores 0 (default) or is left out (official)."""
+    load_plugins(plugin_refs(args.plugin, Path.cwd()))
     try:
-        settings = JudgeSettings(
-            grounder=args.grounder,
-            assertions=args.assertions,
-            model=args.judge_model,
-            rubric=args.rubric,
-            base_url=args.judge_base_url,
-            api_key_env=args.judge_api_key_env,
-            votes=args.votes,
-            retries=args.retries,
-            judge_error_policy=args.judge_error_policy,
-            undetermined_policy=args.undetermined_policy,
+        settings = JudgeSettings.model_validate(
+            {
+                "grounder": args.grounder,
+                "assertions": args.assertions,
+                "model": args.judge_model,
+                "rubric": args.rubric,
+                "base_url": args.judge_base_url,
+                "api_key_env": args.judge_api_key_env,
+                "votes": args.votes,
+                "retries": args.retries,
+                "judge_error_policy": args.judge_error_policy,
+                "undetermined_policy": args.undetermined_policy,
+            }
         )
     except ValidationError as exc:
         raise UserError(f"bad judge options: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
@@ -133,6 +146,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     )
     task_set = load_tasks(args.tasks)
     skipped = unreadable(task_set, skip_invalid=args.skip_invalid)
+    task_set.tasks = only_tasks(task_set.tasks, args.only, args.tasks)
     if not args.pages.is_dir():
         raise UserError(f"{args.pages} is not a folder")
     models = _models(args.pages, task_set.tasks)

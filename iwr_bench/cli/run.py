@@ -22,12 +22,13 @@ from rich.table import Table
 
 from iwr_bench.agents.generation import ModelConfig
 from iwr_bench.cli._common import Subparsers
-from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config
+from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.progress import LiveProgress, PlainProgress
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.engine.store import STORE_NAME, RunStore
 from iwr_bench.errors import UserError
+from iwr_bench.registry import reload_recorded
 
 
 def register(sub: Subparsers) -> None:
@@ -44,8 +45,14 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--out", type=Path, help="run folder (default runs/<UTC time>)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped run")
     p.add_argument("--retry-failed", action="store_true", help="on resume, also redo jobs that failed")
-    p.add_argument("--grounder", help="grounder: heuristic (default) or llm")
-    p.add_argument("--assertions", help="assertion judge: heuristic (default) or llm")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE_OR_FILE",
+        help="import this module or .py file first (it registers designs); repeatable",
+    )
+    p.add_argument("--grounder", help="grounder: heuristic (default), llm, or any from `iwr judges list`")
+    p.add_argument("--assertions", help="assertion judge: heuristic (default), llm, or any listed")
     p.add_argument("--judge-model", help="model of the llm grounder / assertion judge")
     p.add_argument(
         "--rubric", metavar="MODEL", help="rubric (HVS) judge model; without it HVS is unavailable"
@@ -130,8 +137,9 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         ("judge_error_policy", "judge_error_policy"),
         ("undetermined_policy", "undetermined_policy"),
     ):
-        if getattr(args, opt) is not None:
-            judge[key] = getattr(args, opt)
+        value = getattr(args, opt)
+        if value is not None and not (isinstance(judge[key], dict) and judge[key].get("name") == value):
+            judge[key] = value  # a role named again on the command line keeps its run-file options
     limits = data["limits"]
     for opt, key in (
         ("pages_at_once", "browser_pages"),
@@ -151,6 +159,9 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         data["prompt_file"] = args.prompt_file
     if args.skip_invalid:
         data["skip_invalid"] = True
+    if args.plugin:
+        extra = plugin_refs(args.plugin, Path.cwd())
+        data["plugins"] = [*data["plugins"], *(r for r in extra if r not in data["plugins"])]
     if args.budget is not None:
         if args.budget < 0:
             raise UserError("--budget must not be negative")
@@ -166,15 +177,21 @@ def _run_dir(args: argparse.Namespace, config: RunConfig) -> Path:
     return Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
 
 
-def _resumed_config(run_dir: Path) -> RunConfig:
+def _resumed_config(run_dir: Path, plugins: list[str] | None = None) -> RunConfig:
     store = RunStore.open_run(run_dir, readonly=True)
     try:
-        stored = store.manifest().get("config")
+        manifest = store.manifest()
     finally:
         store.close()
+    stored = manifest.get("config")
     if not isinstance(stored, dict):
         raise UserError(f"{run_dir}: the run's manifest has no config; it cannot be resumed")
-    return parse_run_config(stored, f"{run_dir} manifest")  # pyright: ignore[reportUnknownArgumentType]
+    config = parse_run_config(stored, f"{run_dir} manifest")  # pyright: ignore[reportUnknownArgumentType]
+    judges = manifest.get("judges")
+    designs = judges.get("designs", {}) if isinstance(judges, dict) else {}  # pyright: ignore[reportUnknownMemberType]
+    extra = plugin_refs(plugins or [], Path.cwd())
+    kept = reload_recorded(config.plugins, extra, designs)  # pyright: ignore[reportUnknownArgumentType]
+    return config.model_copy(update={"plugins": kept})
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -189,7 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         lock = RunLock(run_dir).acquire()  # a second process on this folder stops here, in one line
         try:
             if config is None:
-                config = _resumed_config(run_dir)
+                config = _resumed_config(run_dir, args.plugin)
             if not args.resume and (run_dir / STORE_NAME).exists():
                 raise UserError(
                     f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`"

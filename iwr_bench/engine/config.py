@@ -8,6 +8,7 @@ A complete run file (every key is optional; the values shown are the defaults)::
     budget_usd = 0                # stop new paid model calls past this (0: no cap)
     protocol = "default"          # or "official": the authors' scripts, rule for rule
     prompt_file = ""              # generation instructions from this file instead of ours
+    plugins = []                  # modules or .py files that register designs (README: Write your own judge)
     skip_invalid = false          # go on without data.jsonl lines that cannot be read (counted)
 
     [[models]]                    # one table per model; a baseline is just a name
@@ -15,12 +16,14 @@ A complete run file (every key is optional; the values shown are the defaults)::
     [[models]]
     name = "openai:gpt-4o"        # any ModelConfig field: base_url, image_budget, frame_cap, ...
     max_tokens = 16384
+    [[models]]
+    name = "mutants:cards-restyled"  # pages as models: mutants:NAME, pages:DIR, pages:DIR#NAME
 
     [judge]
-    grounder = "heuristic"        # or "llm"
-    assertions = "heuristic"      # or "llm"
+    grounder = "heuristic"        # any registered grounder (`iwr judges list`): heuristic, llm, ...
+    assertions = "heuristic"      # any registered assertion judge: heuristic, llm, ...
     rubric = ""                   # a model name gives HVS; empty: HVS unavailable (VFS = LVS)
-    model = ""                    # judge model for the llm grounder / assertion judge
+    model = ""                    # judge model of designs that take one (the llm grounder / judges)
     base_url = ""                 # OpenAI-compatible server of the judge model(s)
     api_key_env = ""
     votes = 1                     # k-vote majority of the llm assertion judge
@@ -29,6 +32,17 @@ A complete run file (every key is optional; the values shown are the defaults)::
                                   #   clip_pretrained = "/path/clip.safetensors" } for the heuristic one
     judge_error_policy = "fail"   # what a failed judgement counts as (the published code: pass)
     undetermined_policy = "pass"
+
+    # Each role may instead be a table with its options (and, for model-backed designs, a model):
+    # [judge.grounder]
+    # name = "heuristic"
+    # options = { threshold = 0.5 }
+    # [judge.assertions]
+    # name = "llm"
+    # options = { votes = 3 }
+    # [judge.rubric]
+    # name = "llm"
+    # model = "openai:gpt-4o"
 
     [metrics]
     dino = "facebook/dinov2-base" # hub id or local folder; falls back to a labelled substitute
@@ -61,10 +75,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from iwr_bench.agents.generation.baselines import BASELINES
 from iwr_bench.agents.generation.config import ModelConfig, slugify
+from iwr_bench.dataset.layout import Task
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
 
@@ -72,33 +86,80 @@ DEMO_MODELS = ("oracle", "screenshot", "blank")
 """The offline demo's generators."""
 
 
+class RoleSettings(BaseModel):
+    """One judging role: which registered design plays it, with which options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    """Registered design (``iwr judges list``)."""
+    options: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Arguments of the design's factory."""
+    model: str = ""
+    """Judge model of this role for designs that take one; empty: ``[judge] model``."""
+
+
+def _role(value: Any, flat_options: Any = None, *, rubric: bool = False) -> Any:
+    """A flat ``grounder = "name"`` (and ``grounder_options``) as a :class:`RoleSettings` table."""
+    if isinstance(value, str):
+        if rubric:  # the flat rubric key names the rubric judge's model
+            return {"name": "llm", "model": value} if value else None
+        return {"name": value, "options": flat_options or {}}
+    if flat_options and isinstance(value, dict):
+        table: dict[str, Any] = dict(value)  # pyright: ignore[reportUnknownArgumentType]
+        table["options"] = {**flat_options, **table.get("options", {})}
+        return table
+    return value
+
+
 class JudgeSettings(BaseModel):
     """Which judges score the pages, and how their failures count."""
 
     model_config = ConfigDict(extra="forbid")
 
-    grounder: str = "heuristic"
-    """Registered grounder."""
-    assertions: str = "heuristic"
-    """Registered assertion judge."""
-    rubric: str = ""
-    """Rubric (HVS) judge model; empty: HVS unavailable."""
+    grounder: RoleSettings = RoleSettings(name="heuristic")
+    """Registered grounder and its options (a plain name is accepted)."""
+    assertions: RoleSettings = RoleSettings(name="heuristic")
+    """Registered assertion judge and its options (a plain name is accepted)."""
+    rubric: RoleSettings | None = None
+    """Rubric (HVS) judge; a plain model name means the ``llm`` rubric on that model; None: HVS
+    unavailable."""
     model: str = ""
-    """Judge model for the llm grounder and assertion judge."""
+    """Judge model given to designs that take one (the llm grounder and judges)."""
     base_url: str = ""
     """OpenAI-compatible server of the judge model(s)."""
     api_key_env: str = ""
     """Environment variable with the judge model's key."""
     votes: int = Field(default=1, ge=1, le=9)
     """k-vote majority of the llm assertion judge."""
-    grounder_options: dict[str, Any] = Field(default_factory=dict[str, Any])
-    """Arguments of an offline grounder's factory (e.g. CLIP for the heuristic one)."""
     retries: int = Field(default=2, ge=0, le=10)
     """Retries of an unparsable judge answer."""
     judge_error_policy: Literal["pass", "fail"] = "fail"
     """What a failed judgement counts as."""
     undetermined_policy: Literal["pass", "fail"] = "pass"
     """What an undecidable assertion counts as."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out: dict[str, Any] = dict(data)  # pyright: ignore[reportUnknownArgumentType]
+        flat = out.pop("grounder_options", None)
+        if "grounder" in out or flat:
+            out["grounder"] = _role(out.get("grounder", "heuristic"), flat)
+        if "assertions" in out:
+            out["assertions"] = _role(out["assertions"])
+        if "rubric" in out:
+            out["rubric"] = _role(out["rubric"], rubric=True)
+        return out
+
+    def roles(self) -> dict[str, RoleSettings]:
+        """The configured roles by name (``grounder``, ``assertions`` and, if set, ``rubric``)."""
+        found = {"grounder": self.grounder, "assertions": self.assertions}
+        if self.rubric is not None:
+            found["rubric"] = self.rubric
+        return found
 
 
 class MetricSettings(BaseModel):
@@ -178,6 +239,9 @@ class RunConfig(BaseModel):
     """``default`` (this project's protocol) or ``official`` (the authors' scripts, rule for rule)."""
     prompt_file: str = ""
     """Generation instructions read from this file (``{resolution}`` is filled in); empty: ours."""
+    plugins: list[str] = Field(default_factory=list[str])
+    """Modules or ``.py`` files whose import registers designs (loaded before anything is built;
+    relative paths are from the folder the run was started in)."""
     skip_invalid: bool = False
     """Go on without task records that cannot be read (they are counted in the summary); otherwise
     the first one stops the run with its line number."""
@@ -213,9 +277,58 @@ class RunConfig(BaseModel):
         return self.model_copy(update={"models": [ModelConfig(name=n) for n in DEMO_MODELS]})
 
 
+def generator_design(model: ModelConfig) -> tuple[str, dict[str, Any]] | None:
+    """The registered generator a model entry names, with its arguments; None for a real model.
+
+    ``oracle``, ``blank`` and other registered names build with no argument; ``NAME:SOURCE``
+    (``pages:DIR``, ``mutants:cards-restyled``) gives ``SOURCE`` to a generator taking ``source``.
+    None of them needs a provider or a key.
+    """
+    if model.base_url is not None:
+        return None
+    from iwr_bench.registry import names, parameters
+
+    known = [n for n in names("generator") if n != "lvlm"]
+    if model.name in known:
+        return model.name, {}
+    prefix, sep, rest = model.name.partition(":")
+    if sep and prefix in known and "source" in parameters("generator", prefix):
+        return prefix, {"source": rest}
+    return None
+
+
 def is_baseline(model: ModelConfig) -> bool:
-    """Whether a model entry names a baseline generator."""
-    return model.name in BASELINES and model.base_url is None
+    """Whether a model entry names a registered generator (a baseline, pages, mutants) rather than a model."""
+    return generator_design(model) is not None
+
+
+def parse_only(only: str | None) -> list[int]:
+    """Task ids of an ``--only 1,2`` option (empty: all).
+
+    Raises:
+        UserError: when a part is not a task id.
+    """
+    if not only:
+        return []
+    try:
+        return [int(x) for x in only.split(",") if x.strip()]
+    except ValueError as exc:
+        raise UserError(f"--only takes comma-separated task ids, not {only!r}") from exc
+
+
+def only_tasks(tasks: list[Task], only: str | None, source: Path | str) -> list[Task]:
+    """The tasks an ``--only`` option keeps, in their order.
+
+    Raises:
+        UserError: a malformed option, or ids that ``source`` does not hold.
+    """
+    ids = parse_only(only)
+    if not ids:
+        return tasks
+    missing = sorted(set(ids) - {t.id for t in tasks})
+    if missing:
+        raise UserError(f"task id(s) not in {source}: {', '.join(map(str, missing))}")
+    return [t for t in tasks if t.id in set(ids)]
 
 
 def provider_of(model: ModelConfig) -> str:
@@ -240,7 +353,15 @@ def load_run_config(path: Path) -> RunConfig:
         raise UserError(f"cannot read run file {path}: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path} is not valid TOML: {exc}") from exc
-    return parse_run_config(data, str(path))
+    config = parse_run_config(data, str(path))
+    return config.model_copy(update={"plugins": plugin_refs(config.plugins, path.parent)})
+
+
+def plugin_refs(refs: list[str], base: Path) -> list[str]:
+    """Plugin references with file paths made absolute (relative ones are taken from ``base``)."""
+    from iwr_bench.registry import is_file_ref
+
+    return [str((base / Path(r).expanduser()).resolve()) if is_file_ref(r) else r for r in refs]
 
 
 def parse_run_config(data: dict[str, Any], where: str = "run config") -> RunConfig:
@@ -265,10 +386,15 @@ __all__ = [
     "JudgeSettings",
     "LimitSettings",
     "MetricSettings",
+    "RoleSettings",
     "RunConfig",
+    "generator_design",
     "is_baseline",
     "load_run_config",
+    "only_tasks",
+    "parse_only",
     "parse_run_config",
+    "plugin_refs",
     "provider_of",
     "slugify",
 ]

@@ -1,8 +1,9 @@
 """The judges of a run, built from its ``[judge]`` settings.
 
-Offline judges come from the registry. LLM judges get their model wrapped in
-:class:`~iwr_bench.engine.judge_model.StoredModel`, so their requests count against the
-"judge calls" limit and their answers are kept in the run's store.
+Every role is a registered design (built in, from an entry point or from a plugin file). A
+design whose factory takes ``judge_model`` gets its model wrapped in
+:class:`~iwr_bench.engine.judge_model.StoredModel`, so its requests count against the
+"judge calls" limit and its answers are kept in the run's store.
 
 The engine wraps every role in a deadline (:meth:`JudgeSet.with_deadlines`): a grounder,
 assertion-judge or rubric call that takes longer than ``[limits] judge_call_timeout_s`` (waiting
@@ -23,12 +24,12 @@ from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
 from iwr_bench.agents.judge.rubric import RubricResult
-from iwr_bench.engine.config import JudgeSettings
+from iwr_bench.engine.config import JudgeSettings, RoleSettings
 from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.judge_model import Get, Put, StoredModel
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
-from iwr_bench.registry import create, names
+from iwr_bench.registry import build, factory_of, origin_of, parameters
 
 
 class JudgeSet:
@@ -148,52 +149,64 @@ def _judge_model(
     return StoredModel(build_model(config), role=role, limit=limits.judge, get=get, put=put)
 
 
+def design_record(role: str, chosen: RoleSettings, model: str = "") -> dict[str, Any]:
+    """What the manifest keeps about one role: design name, where its code came from, options."""
+    record: dict[str, Any] = {
+        "name": chosen.name,
+        **origin_of(role, chosen.name).model_dump(exclude_none=True),
+    }
+    record["options"] = dict(chosen.options)
+    if model:
+        record["model"] = model
+    return record
+
+
+def _build_role(
+    role: str, chosen: RoleSettings, settings: JudgeSettings, limits: Limits, get: Get, put: Put
+) -> tuple[Any, Model | None, dict[str, Any]]:
+    """One role's design; a judge model only for a design whose factory asks for ``judge_model``."""
+    context: dict[str, Any] = {"votes": settings.votes, "retries": settings.retries}
+    model: Model | None = None
+    model_name = ""
+    if "judge_model" in parameters(role, chosen.name) and "judge_model" not in chosen.options:
+        model_name = chosen.model or settings.model
+        if not model_name:
+            raise UserError(
+                f"{role} {chosen.name!r} needs a judge model: set [judge] model (or --judge-model)"
+            )
+        model = _judge_model(settings, model_name, role, limits, get, put)
+        context["judge_model"] = model
+    obj, _ = build(role, chosen.name, chosen.options, context)
+    return obj, model, design_record(role, chosen, model_name)
+
+
 def build_judges(settings: JudgeSettings, limits: Limits, get: Get, put: Put) -> JudgeSet:
-    """The run's judges; LLM judges keep their answers through ``get``/``put`` (the run store).
+    """The run's judges, each a registered design built with its options.
+
+    A design whose factory takes ``judge_model`` gets the role's judge model (``[judge.<role>]
+    model``, else ``[judge] model``) wrapped so its answers are kept through ``get``/``put`` (the
+    run store); ``votes`` and ``retries`` come from ``[judge]`` unless its options set them.
 
     Raises:
-        UserError: an unknown judge, an llm judge with no model, or a missing API key.
+        UserError: an unknown design, a bad option, a design with no judge model, a missing API key.
     """
-    needs_model = "llm" in (settings.grounder, settings.assertions)
-    if needs_model and not settings.model:
-        raise UserError(
-            "an llm grounder or assertion judge needs a judge model: set [judge] model (or --judge-model)"
-        )
-    for role, name in (("grounder", settings.grounder), ("assertions", settings.assertions)):
-        if name not in names(role):
-            raise UserError(f"unknown {role} {name!r} (known: {', '.join(names(role))})")
+    for role, chosen in settings.roles().items():
+        factory_of(role, chosen.name)  # every name is checked before any design is built
+    built: dict[str, Any] = {}
     models: list[Model] = []
-    description: dict[str, Any] = {}
-    if settings.grounder == "llm":
-        from iwr_bench.agents.grounding_llm import LLMGrounder
-
-        model = _judge_model(settings, settings.model, "grounder", limits, get, put)
-        models.append(model)
-        grounder: Grounder = LLMGrounder(model, retries=settings.retries, name=f"llm:{settings.model}")
-    else:
-        grounder, _ = create("grounder", settings.grounder, **settings.grounder_options)
-    if settings.assertions == "llm":
-        from iwr_bench.agents.judge.llm import LLMAssertionJudge
-
-        model = _judge_model(settings, settings.model, "assertions", limits, get, put)
-        models.append(model)
-        assertions: AssertionJudge = LLMAssertionJudge(
-            model, votes=settings.votes, retries=settings.retries, name=f"llm:{settings.model}"
-        )
-    else:
-        assertions, _ = create("assertions", settings.assertions)
-    rubric: Any = None
-    if settings.rubric:
-        from iwr_bench.agents.judge.rubric import RubricJudge
-
-        model = _judge_model(settings, settings.rubric, "rubric", limits, get, put)
-        models.append(model)
-        rubric = RubricJudge(model, retries=settings.retries, name=f"llm:{settings.rubric}")
+    designs: dict[str, Any] = {}
+    for role, chosen in settings.roles().items():
+        built[role], model, designs[role] = _build_role(role, chosen, settings, limits, get, put)
+        if model is not None:
+            models.append(model)
+    description: dict[str, Any] = {"designs": designs}
     if settings.model:
         description["judge_model"] = settings.model
-    if settings.rubric:
-        description["rubric_model"] = settings.rubric
+    if settings.rubric is not None:
+        description["rubric_model"] = settings.rubric.model or settings.model
     if settings.base_url:
         description["judge_base_url"] = settings.base_url
     description["votes"] = settings.votes
-    return JudgeSet(grounder, assertions, rubric, models=models, description=description)
+    return JudgeSet(
+        built["grounder"], built["assertions"], built.get("rubric"), models=models, description=description
+    )

@@ -57,7 +57,7 @@ from iwr_bench.agents.judge.records import ActionRecord, Replay, undetermined_ra
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.batching import BatchingMetric
-from iwr_bench.engine.config import RunConfig, is_baseline, provider_of
+from iwr_bench.engine.config import RunConfig, generator_design, is_baseline, provider_of
 from iwr_bench.engine.deadlines import Background, Progress, StepTimeout, find_error, tracking
 from iwr_bench.engine.events import (
     Event,
@@ -91,7 +91,7 @@ from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
 from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.registry import create
+from iwr_bench.registry import build, create, load_plugins
 from iwr_bench.tools.jail import containment_level
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
@@ -257,6 +257,7 @@ class Engine:
             UserError: bad paths, unknown ids, unknown roles, missing API keys, a bad run folder.
         """
         cfg = self.config
+        load_plugins(cfg.plugins)  # outside designs register before anything is built
         source = builtin_suite() if cfg.tasks == "builtin" else Path(cfg.tasks).expanduser()
         if not source.exists():
             raise UserError(f"tasks: {source} does not exist")
@@ -326,8 +327,9 @@ class Engine:
         return load_prompt_file(self.config.prompt_file) if self.config.prompt_file else None
 
     def _build_generator(self, m: ModelConfig) -> Generator:
-        if is_baseline(m) and m.slug not in self._model_overrides:
-            generator, _ = create("generator", m.name)
+        design = generator_design(m)
+        if design is not None and m.slug not in self._model_overrides:
+            generator, _ = build("generator", design[0], design[1])
             return generator
         assert self.limits is not None
         protocol = self.config.protocol

@@ -32,7 +32,8 @@ body { margin: 0; font: 16px sans-serif } .box { position: relative; width: 200p
 <p style="position:absolute; left:-500px">Off to the left</p>
 <p style="position:absolute; top:2000px">Far below</p>
 <p style="font-size:0">Zero size</p>
-<div class="score-box" style="display:flex; gap:8px"><span class="label">Score</span><span class="value">2</span></div>
+<div class="score-box" style="display:flex; gap:8px">
+<span class="label">Score</span><span class="value">2</span></div>
 </body></html>"""
 
 
@@ -72,7 +73,8 @@ async def test_visible_text_leaves_the_page_as_it_was(
     async with pool.page(PageSpec(page=str(write_page(html)))) as tools:
         await tools.visible_text()
         value = await tools.tab.evaluate(
-            "[getComputedStyle(document.getElementById('p')).pointerEvents, document.adoptedStyleSheets.length]"
+            "[getComputedStyle(document.getElementById('p')).pointerEvents,"
+            " document.adoptedStyleSheets.length]"
         )
     assert value == ["none", 0]
 

@@ -19,7 +19,6 @@ from pydantic_ai.messages import UserContent
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.judge.llm_base import Asked, ask, model_label
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict, Verdict
 from iwr_bench.registry import register
@@ -121,13 +120,7 @@ class LLMAssertionJudge:
 
 
 @register("assertions", "llm")
-def llm_assertions(
-    model: str,
-    votes: int = 1,
-    retries: int = 2,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-) -> AssertionJudge:
-    """LLM assertion judge on ``model`` (``provider:name``, or a model served at ``base_url``)."""
-    config = ModelConfig(name=model, base_url=base_url, api_key_env=api_key_env)
-    return LLMAssertionJudge(build_model(config), votes=votes, retries=retries, name=f"llm:{model}")
+def llm_assertions(judge_model: Model, votes: int = 1, retries: int = 2) -> AssertionJudge:
+    """LLM assertion judge on the run's judge model (``[judge] model``), k-vote majority over ``votes``."""
+    name = f"llm:{model_label(judge_model)}"
+    return LLMAssertionJudge(judge_model, votes=votes, retries=retries, name=name)

@@ -14,6 +14,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from iwr_bench.agents.judge.llm_base import ask, model_label
+from iwr_bench.registry import register
 
 RUBRIC_PARTS: dict[str, int] = {"layout": 10, "elements": 15, "content": 40, "style": 15, "overall": 20}
 """Rubric part -> the most points it gives (sums to 100)."""
@@ -93,3 +94,9 @@ class RubricJudge:
         return RubricResult(
             score=float(answer.total), parts=parts, reasoning=answer.reasoning, judge=self.name
         )
+
+
+@register("rubric", "llm")
+def llm_rubric(judge_model: Model, retries: int = 2) -> RubricJudge:
+    """Rubric (HVS) judge on the role's judge model (``[judge.rubric] model``, or ``rubric = "MODEL"``)."""
+    return RubricJudge(judge_model, retries=retries, name=f"llm:{model_label(judge_model)}")

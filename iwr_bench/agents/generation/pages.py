@@ -1,0 +1,92 @@
+"""Pages as models: judge pages that already exist as if a model had just made them.
+
+- ``pages:DIR`` reads ``DIR/<id>/index.html``, or ``DIR/<id>/<name>/index.html`` when the task
+  folder holds exactly one page folder; ``pages:DIR#NAME`` picks ``DIR/<id>/NAME/index.html``.
+  So another tool's outputs, an ``iwr generate`` results tree or the official generator's pages
+  are run, resumed and reported like any model.
+- ``mutants:NAME`` reads the built-in suite's mutant ``NAME``
+  (``iwr_bench/suites/sample-mutants/<id>/NAME/index.html``).
+
+A task with no page gets a failed result (``no_reference``): its page is missing and scores 0.
+The asset placeholder of the published pages is resolved as for the oracle (``assets``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio.to_thread
+
+from iwr_bench.agents.generation.errors import FailureKind
+from iwr_bench.agents.generation.postprocess import DEFAULT_ASSET_BASE, resolve_assets
+from iwr_bench.agents.generation.records import ErrorInfo, GenerationResult, ImageCounts
+from iwr_bench.dataset.layout import Task
+from iwr_bench.registry import register
+
+MUTANTS = Path(__file__).resolve().parents[2] / "suites" / "sample-mutants"
+"""The built-in suite's mutants: ``<id>/<mutant>/index.html``."""
+
+
+def _find(root: Path, task_id: int, pick: str) -> Path | None:
+    folder = root / str(task_id)
+    if pick:
+        page = folder / pick / "index.html"
+        return page if page.is_file() else None
+    if (folder / "index.html").is_file():
+        return folder / "index.html"
+    nested = sorted(folder.glob("*/index.html")) if folder.is_dir() else []
+    return nested[0] if len(nested) == 1 else None
+
+
+class PageFolderGenerator:
+    """Serves the page found for each task under a folder (see the module doc)."""
+
+    def __init__(self, name: str, root: Path, pick: str = "") -> None:
+        self.name = name
+        self.root = root
+        self.pick = pick
+
+    def _read(self, task: Task) -> tuple[str | None, str]:
+        page = _find(self.root, task.id, self.pick)
+        if page is None:
+            where = self.root / str(task.id) / (self.pick or "")
+            return None, f"no page for task {task.id} under {where}"
+        try:
+            return resolve_assets(page.read_text(encoding="utf-8"), DEFAULT_ASSET_BASE), ""
+        except (OSError, UnicodeDecodeError) as exc:
+            return None, f"{page}: {exc}"
+
+    async def __call__(self, task: Task) -> GenerationResult:
+        """The page as it is; a failed result when the task has none."""
+        start = time.monotonic()
+        html, problem = await anyio.to_thread.run_sync(self._read, task)
+        result = GenerationResult(
+            task_id=task.id, generator=self.name, model=self.name, images=ImageCounts(video="none")
+        )
+        if html is None:
+            error = ErrorInfo(kind=FailureKind.no_reference, type="FileNotFoundError", message=problem)
+            return result.model_copy(
+                update={"status": "failed", "error": error, "latency_s": time.monotonic() - start}
+            )
+        update = {"html": html, "asset_base": DEFAULT_ASSET_BASE, "latency_s": time.monotonic() - start}
+        return result.model_copy(update=update)
+
+
+@register("generator", "pages")
+def pages(source: str) -> PageFolderGenerator:
+    """Pages from a results tree: ``pages:DIR`` (DIR/<id>/index.html) or ``pages:DIR#NAME``."""
+    folder, _, pick = source.partition("#")
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise ValueError(f"{root} is not a folder")
+    return PageFolderGenerator(f"pages:{source}", root, pick)
+
+
+@register("generator", "mutants")
+def mutants(source: str) -> PageFolderGenerator:
+    """The built-in suite's mutant pages: ``mutants:NAME``."""
+    known = sorted({p.name for p in MUTANTS.glob("*/*") if (p / "index.html").is_file()})
+    if source not in known:
+        raise ValueError(f"no mutant {source!r} in the built-in suite (known: {', '.join(known)})")
+    return PageFolderGenerator(f"mutants:{source}", MUTANTS, source)

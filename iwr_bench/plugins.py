@@ -1,0 +1,97 @@
+"""Everything a judge design needs, in one import (the public surface for design authors).
+
+A design is a factory registered under a role and a name; the object it returns implements the
+role's Protocol (one ``async __call__``)::
+
+    from iwr_bench.plugins import Grounding, GroundingRequest, element_label, register
+
+    class FirstElement:
+        name = "first"
+
+        async def __call__(self, request: GroundingRequest) -> Grounding:
+            els = request.observation.elements
+            return Grounding(index=els[0].index if els else None, reason="first", grounder=self.name)
+
+    @register("grounder", "first")
+    def first() -> FirstElement:
+        return FirstElement()
+
+Roles: ``grounder`` (:class:`Grounder`), ``assertions`` (:class:`AssertionJudge`), ``rubric``
+(:class:`RubricJudgeRole`), ``generator`` (:class:`Generator`) and ``metric`` (:class:`PairMetric`).
+Factory parameters are the design's options (``[judge.grounder] options = {...}`` in a run file);
+a factory that declares ``judge_model``, ``votes`` or ``retries`` receives the run's judge model
+(a pydantic-ai ``Model`` whose answers the run keeps) and settings.
+
+Make it usable by ``pip install`` (an ``iwr_bench.plugins`` entry point naming the module), by a
+run file's ``plugins = ["module", "path/to/file.py"]``, or by ``--plugin``; ``iwr judges list``
+shows it. This module only re-exports: the classes live where they always did.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from iwr_bench.agents.generation.protocol import Generator
+from iwr_bench.agents.generation.records import GenerationResult
+from iwr_bench.agents.grounding import (
+    Candidate,
+    Grounder,
+    Grounding,
+    GroundingRequest,
+    element_kind,
+    element_label,
+    is_editable,
+    split_quoted,
+)
+from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict, Verdict
+from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.dataset.layout import Task
+from iwr_bench.dataset.models import ActionType
+from iwr_bench.errors import UserError
+from iwr_bench.metrics.pair import PairMetric
+from iwr_bench.registry import CONTEXT_PARAMETERS, ENTRY_POINT_GROUP, Spec, create, names, register
+from iwr_bench.tools.models import BoundingBox, Element, Observation
+
+
+class RubricJudgeRole(Protocol):
+    """The ``rubric`` role: scores a generated page's screenshot against the reference (HVS)."""
+
+    name: str
+    """Recorded as the rubric judge of each evaluation."""
+
+    async def __call__(self, reference_png: bytes, generated_png: bytes) -> RubricResult:
+        """Score ``generated_png`` against ``reference_png`` (0-100); never raise for a bad answer."""
+        ...
+
+
+__all__ = [
+    "CONTEXT_PARAMETERS",
+    "ENTRY_POINT_GROUP",
+    "ActionType",
+    "AssertionJudge",
+    "AssertionRequest",
+    "AssertionVerdict",
+    "BoundingBox",
+    "Candidate",
+    "Element",
+    "GenerationResult",
+    "Generator",
+    "Grounder",
+    "Grounding",
+    "GroundingRequest",
+    "Observation",
+    "PairMetric",
+    "RubricJudgeRole",
+    "RubricResult",
+    "Spec",
+    "Task",
+    "UserError",
+    "Verdict",
+    "create",
+    "element_kind",
+    "element_label",
+    "is_editable",
+    "names",
+    "register",
+    "split_quoted",
+]
