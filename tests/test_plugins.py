@@ -304,6 +304,7 @@ def _env(*paths: Path) -> dict[str, str]:
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_example_designs_judge_the_suite_and_resume_in_a_fresh_process(
     lcs_dist: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -41,13 +41,17 @@ class OracleProver:
         self.ocr = CachedMetric(ocr_metric(device=device), store)
         self.embed = CachedMetric(effnet_metric(device=device), store)
 
-    async def __call__(self, task: Task, pool: PagePool) -> OracleProof:
-        """Replay the reference page of ``task`` and check IFS, requests and checkpoints."""
+    async def __call__(self, task: Task, pool: PagePool, *, visual: bool = True) -> OracleProof:
+        """Replay the reference page of ``task`` and check IFS, requests and (unless ``visual`` is
+        false) every checkpoint."""
         executor = Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
         with tempfile.TemporaryDirectory(prefix="iwr-proof-") as tmp:
             evidence = Path(tmp)
             replay = await executor.replay(task, task.folder / REFERENCE_DIR, evidence)
-            scores, unscored = await self._checkpoint_scores(task, replay, evidence)
+            scores: dict[int, float] = {}
+            unscored: list[str] = []
+            if visual:
+                scores, unscored = await self._checkpoint_scores(task, replay, evidence)
         failed = [e for e in replay.console_errors if e.startswith(FAILED_LOAD)]
         if replay.blocked_requests:
             failed.append(f"{replay.blocked_requests} request(s) blocked by the sandbox")
