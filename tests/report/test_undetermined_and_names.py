@@ -16,6 +16,7 @@ from iwr_bench.cli.judge import _print_summary  # pyright: ignore[reportPrivateU
 from iwr_bench.cli.run import print_summary
 from iwr_bench.engine.run import run_summary
 from iwr_bench.engine.store import RunStore
+from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report import build_report
 from iwr_bench.report.render import print_rows
 
@@ -70,7 +71,7 @@ def test_judge_summary_keeps_names_whole_and_shows_the_rate(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     results = [_evaluation(name, ["yes", "undetermined", "yes", "no"]) for name in NAMES]
-    _print_summary(results, NAMES)
+    _print_summary(results, NAMES, EvalProtocol.default)
     text = capsys.readouterr().out
     _assert_whole(text)
     assert "25%" in text

@@ -25,6 +25,19 @@ SCREEN_ONLY: dict[tuple[int, str], str] = {
         "'the score is reset' names no number, and the later 'the score becomes 4' is met by a 4 tile "
         "on the board; only a judge that reads which box shows the score sees the old score kept"
     ),
+    (113, "down-key-ignored"): (
+        "the assertion of step 3 names no quoted text or number; the offline judge answers "
+        "undetermined, which the default policy passes, so the first failure lands later"
+    ),
+}
+
+
+NOT_YET_RERECORDED: dict[int, str] = {
+    106: (
+        "old recording: its reference page builds image paths (img/p-*.png) in JavaScript, which the "
+        "old recorder did not keep, so the oracle gets 404s; re-recording it with the bundle recorder "
+        "is open work (issue 14)"
+    ),
 }
 
 
@@ -44,6 +57,8 @@ async def test_task_proves_itself_on_its_own_oracle(
     pool: PagePool, prover: OracleProver, task_id: int
 ) -> None:
     task = TASKS[task_id]
+    if task_id in NOT_YET_RERECORDED:
+        pytest.xfail(NOT_YET_RERECORDED[task_id])
     # Tasks recorded by the current recorder carry their seed and replay pixel-identically, so their
     # checkpoints are proved without running OCR. The older recordings (no stored seed) are not
     # pixel-identical on replay and proving them visually needs OCR of every checkpoint, minutes on

@@ -70,13 +70,15 @@ async def test_visible_text_leaves_the_page_as_it_was(
     pool: PagePool, write_page: Callable[..., Path]
 ) -> None:
     html = '<p style="pointer-events:none" id="p">x</p><script>window.n = 0;</script>'
+    probe = (
+        "[getComputedStyle(document.getElementById('p')).pointerEvents, document.adoptedStyleSheets.length]"
+    )
     async with pool.page(PageSpec(page=str(write_page(html)))) as tools:
+        before = await tools.tab.evaluate(probe)
         await tools.visible_text()
-        value = await tools.tab.evaluate(
-            "[getComputedStyle(document.getElementById('p')).pointerEvents,"
-            " document.adoptedStyleSheets.length]"
-        )
-    assert value == ["none", 0]
+        after = await tools.tab.evaluate(probe)
+    assert before[0] == after[0] == "none"
+    assert after[1] == before[1]  # its temporary stylesheet is gone (the judge's caret sheet stays)
 
 
 async def test_visible_text_is_capped(pool: PagePool, write_page: Callable[..., Path]) -> None:
