@@ -24,7 +24,7 @@ from iwr_bench.agents.generation import (
     write_result,
 )
 from iwr_bench.agents.generation.prompt import load_prompt_file
-from iwr_bench.cli._common import Subparsers
+from iwr_bench.cli._common import Subparsers, add_skip_invalid
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.config import only_tasks
 from iwr_bench.errors import UserError
@@ -70,11 +70,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--prompt-file", type=Path, default=None, metavar="PATH", help="instructions from this file"
     )
-    p.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="go on without task records that cannot be read (they are counted); default: stop",
-    )
+    add_skip_invalid(p)
     p.set_defaults(func=cmd_generate)
 
 

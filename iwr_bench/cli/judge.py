@@ -14,7 +14,7 @@ from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.official import aggregate
 from iwr_bench.agents.judge.records import undetermined_rate
-from iwr_bench.cli._common import Subparsers
+from iwr_bench.cli._common import Subparsers, add_skip_invalid
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.config import JudgeSettings, only_tasks, plugin_refs
 from iwr_bench.engine.judges import JudgeSet, build_judges
@@ -75,11 +75,7 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--judge-error-policy", choices=["pass", "fail"], default="fail")
     p.add_argument("--undetermined-policy", choices=["pass", "fail"], default="pass")
-    p.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="go on without task records that cannot be read (they are counted); default: stop",
-    )
+    add_skip_invalid(p)
     p.set_defaults(func=cmd_judge)
 
 

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iwr_bench.agents.generation import ModelConfig
-from iwr_bench.cli._common import Subparsers
+from iwr_bench.cli._common import Subparsers, add_skip_invalid
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.progress import LiveProgress, PlainProgress
@@ -75,11 +75,7 @@ def register(sub: Subparsers) -> None:
         help="evaluation protocol: this project's (default) or the official scripts' rules",
     )
     p.add_argument("--prompt-file", metavar="PATH", help="generation instructions from this file")
-    p.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="go on without task records that cannot be read (they are counted); default: stop",
-    )
+    add_skip_invalid(p)
     p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
