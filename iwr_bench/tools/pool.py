@@ -139,12 +139,15 @@ class PagePool:
             browser = self.browsers[slot]
             try:
                 await self._ensure(browser)
-                async with PageServer(spec.page, spec.assets_dir, listen=browser.listen) as server:
+                determinism = self.config.determinism
+                if spec.clock_start_ms is not None:
+                    determinism = determinism.model_copy(update={"epoch_ms": spec.clock_start_ms})
+                clock = determinism.epoch_ms if determinism.clock == "fixed_start" else None
+                async with PageServer(
+                    spec.page, spec.assets_dir, listen=browser.listen, clock_start_ms=clock
+                ) as server:
                     if requests is not None:
                         server.requests = requests
-                    determinism = self.config.determinism
-                    if spec.clock_start_ms is not None:
-                        determinism = determinism.model_copy(update={"epoch_ms": spec.clock_start_ms})
                     setup = TabSetup(
                         url=server.url,
                         origin=server.origin,

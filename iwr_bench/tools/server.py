@@ -10,6 +10,10 @@ folder (``../../../data/data/<id>/assets/<file>``), which a browser normalises t
 ``/data/data/<id>/assets/<file>`` on this server. A request whose normalised path ends in
 ``assets/<file>`` and that the page folder cannot answer is therefore answered from the assets
 folder too (the part after an ``assets`` segment, under the same no-traversal rule).
+
+Responses carry nothing that tells the real time: ``Last-Modified`` and ``ETag`` (which encodes the
+file's modification time) are dropped, and ``Date`` reads the page's own clock when one is given, so
+a page cannot compare its pinned ``Date.now()`` with the server's and learn that it is being judged.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from __future__ import annotations
 import mimetypes
 import posixpath
 import socket
+import time
 from collections.abc import Awaitable, Callable
+from email.utils import formatdate
 from pathlib import Path
 from types import TracebackType
 
@@ -65,8 +71,13 @@ class PageServer:
         page: str | Path,
         assets_dir: str | Path | None = None,
         listen: Callable[[], Awaitable[socket.socket]] | None = None,
+        clock_start_ms: int | None = None,
     ) -> None:
+        """``clock_start_ms``, when given, is the page clock's start: ``Date`` headers then read that
+        clock (advancing with real time from the server's start) instead of the machine's."""
         self.root, self.entry = locate_page(page)
+        self._clock_start_ms = clock_start_ms
+        self._started = time.monotonic()
         self._listen = listen
         self.assets: Path | None = Path(assets_dir).expanduser().resolve() if assets_dir else None
         if self.assets is not None and not self.assets.is_dir():
@@ -121,10 +132,21 @@ class PageServer:
         headers = {"Cache-Control": "no-store", "Content-Type": ctype}
         return web.FileResponse(target, headers=headers)
 
+    async def _scrub_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Drop headers that reveal the real time; date the response by the page's clock."""
+        del request
+        for name in ("Last-Modified", "ETag"):
+            response.headers.popall(name, None)
+        if self._clock_start_ms is not None:
+            now_ms = self._clock_start_ms + (time.monotonic() - self._started) * 1000
+            response.headers["Date"] = formatdate(now_ms / 1000, usegmt=True)
+
     async def start(self) -> None:
         """Bind the server to an ephemeral port on 127.0.0.1 (or serve the socket ``listen`` gives)."""
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
+        app.on_response_prepare.append(self._scrub_headers)
+        self._started = time.monotonic()
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         # A browser in a network namespace hands over a socket made there (see tools/jail.py).

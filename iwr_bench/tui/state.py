@@ -44,6 +44,7 @@ INFRA = frozenset(
         "page_load_failed",
         "page_crashed",
         "timeout",
+        "stalled",
         "judge_error",
         "engine_error",
         "cancelled",

@@ -183,7 +183,14 @@ window.__iwr__ = { els: [document.body], gen: 99, scroller: document.body };
 const decoy = document.createElement('button');
 decoy.textContent = 'decoy'; decoy.onclick = () => out('decoy clicked');
 document.body.appendChild(decoy);
-setTimeout(() => { out(seen.length ? 'detected: ' + seen.join(', ') : 'clean'); }, 50);
+// The page's own server must not reveal the real time either (Date, Last-Modified, ETag headers).
+const headers = fetch(location.href, { method: 'HEAD', cache: 'no-store' }).then((r) => {
+  const served = Date.parse(r.headers.get('date') || '');
+  if (!Number.isNaN(served) && Math.abs(served - Date.now()) > 120000) seen.push('server Date header');
+  if (r.headers.get('last-modified')) seen.push('Last-Modified header');
+  if (r.headers.get('etag')) seen.push('ETag header');
+}).catch(() => seen.push('HEAD failed'));
+setTimeout(() => headers.then(() => out(seen.length ? 'detected: ' + seen.join(', ') : 'clean')), 50);
 </script></body></html>"""
 )
 
