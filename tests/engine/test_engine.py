@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
+from leftovers import survivors
 from suite_pages import reference_answer
 
 from iwr_bench.cli import main
@@ -131,7 +132,8 @@ def _done(run_dir: Path, stage: str = "judge") -> int:
 
 
 async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_requests: None) -> None:
-    """kill -9 mid-run, then --resume: same scores, no duplicate rows, no generation call paid twice."""
+    """kill -9 mid-run, then --resume: no Chromium survives the killed run, same scores, no duplicate
+    rows, no generation call paid twice."""
     async with serve(FakeOpenAI(replies=[Reply(text=reference_answer(102))])) as fake:
         whole = tmp_path / "whole"
         rc = await anyio.to_thread.run_sync(
@@ -143,13 +145,14 @@ async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_re
 
         broken = tmp_path / "broken"
         config = _run_file(tmp_path / "b.toml", fake.url, broken)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        marker = tmp_path / "tmp-killed"  # every Chromium process of the run inherits it as TMPDIR
+        marker.mkdir()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(marker)}
         log = tmp_path / "broken.log"
         with log.open("wb") as sink:
             proc = subprocess.Popen(  # noqa: ASYNC220 - a plain child process we kill -9 ourselves
                 [sys.executable, "-m", "iwr_bench", "run", "-c", str(config), "--quiet"],
                 env=env,
-                start_new_session=True,  # so the kill takes Chromium down too, like a power loss
                 stdout=sink,
                 stderr=sink,
             )
@@ -160,8 +163,9 @@ async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_re
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "the run never judged a page"
             await anyio.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)  # the run only: its Chromium must die with it
         assert proc.wait(30) == -signal.SIGKILL
+        assert survivors(str(marker)) == []
         assert _done(broken) == 1  # killed in the middle: one of two pages judged
         assert len(fake.requests) == 1
 

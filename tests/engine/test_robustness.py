@@ -15,6 +15,7 @@ import anyio
 import anyio.to_thread
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
+from leftovers import survivors
 
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.cli import main
@@ -312,11 +313,14 @@ def _judged(run_dir: Path, stage: str = "judge") -> int:
 async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
     """Start ``iwr run``, check a second process is refused, stop the first with ``signum``."""
     log = run_dir.parent / f"{run_dir.name}.log"
+    marker = run_dir.parent / f"{run_dir.name}-tmp"  # every Chromium process of the run inherits it
+    marker.mkdir()
     with log.open("w") as sink:
         proc = subprocess.Popen(  # noqa: ASYNC220 - a plain child process we signal ourselves
             [sys.executable, "-m", "iwr_bench", "run", "-c", str(config), "--out", str(run_dir), "--quiet"],
             stdout=sink,
             stderr=sink,
+            env={**os.environ, "TMPDIR": str(marker)},
         )
     try:
         deadline = time.monotonic() + 400
@@ -347,6 +351,7 @@ async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(60)
+    assert await anyio.to_thread.run_sync(survivors, str(marker)) == []
     text = log.read_text()
     assert "Traceback" not in text and f"iwr run --resume {run_dir}" in text
     assert _judged(run_dir) == 1  # stopped in the middle

@@ -8,7 +8,6 @@ the run finishes, and nothing of Chromium (process or temporary folder) is left 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 from hostile_corpus import Listener, hostile_pages
+from leftovers import processes_with_env
 
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
@@ -40,22 +40,6 @@ def one_task_dataset(root: Path, task_id: int = TASK) -> Path:
     (root / "data.jsonl").write_text(line + "\n")
     shutil.copytree(SAMPLE / "data" / str(task_id), root / "data" / str(task_id))
     return root
-
-
-def processes_with_env(marker: str) -> list[str]:
-    """Processes whose environment holds ``marker`` (every Chromium process inherits TMPDIR)."""
-    found: list[str] = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            env = (proc / "environ").read_bytes()
-            stat = (proc / "stat").read_text()
-        except OSError:
-            continue
-        if marker.encode() in env and stat.rsplit(")", 1)[1].split()[0] != "Z":
-            found.append(f"{proc.name}: {stat.split(')')[0]})")
-    return found
 
 
 @pytest.mark.skipif(jail.containment_level() != "netns", reason="network namespaces are unavailable")
