@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pydantic_ai.models import Model
 
+from iwr_bench.agents.generation.output import write_result
 from iwr_bench.agents.generation.pages import MUTANTS, PageFolderGenerator
 from iwr_bench.agents.judge.llm import LLMAssertionJudge
 from iwr_bench.cli import main
@@ -256,6 +257,12 @@ async def test_pages_and_mutants_generators(tmp_path: Path) -> None:
         encoding="utf-8"
     ).replace("__PLACEHOLDER_ASSETS_BASE_DIR__", "assets")
     assert (await gen("mutants:hours-label-changed")(tasks[102])).status == "failed"
+    # A mutant of a multi-file site keeps its scripts: the edited one is written beside the page.
+    multi = await gen("mutants:merge-rule-changed")(tasks[113])
+    assert multi.status == "ok" and multi.page_files is not None
+    written = write_result(tmp_path / "results", multi)
+    assert "a > 2" in (written / "js" / "rules.js").read_text(encoding="utf-8")
+    assert not (written / "mutant.json").exists()
     with pytest.raises(UserError, match="bad options for generator 'mutants': no mutant 'nope'"):
         gen("mutants:nope")
     from iwr_bench.agents.generation import ModelConfig

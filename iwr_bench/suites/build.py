@@ -3,9 +3,9 @@
 ``python -m iwr_bench.suites.build`` (or ``make suite``) records each
 ``sources/<slug>/site`` with its ``task.yaml`` into ``sample/`` (official layout), proves each
 task on its own oracle (IFS 100, checkpoints >= 0.98, no failed request), and writes
-``sample-mutants/<id>/<name>/``: the recorded reference bundle with one deliberate defect in the
-file(s) the mutant names, plus ``mutant.json`` with the first action that must fail because of
-it. Recording is deterministic apart from video encoding.
+``sample-mutants/<id>/<name>/``: the file(s) the mutant edits, each with one deliberate defect,
+plus ``mutant.json`` with the first action that must fail because of it; the mutant page is the
+task's reference bundle with those files put over it. Recording is deterministic apart from video encoding.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "sources"
 SAMPLE = HERE / "sample"
 MUTANTS = HERE / "sample-mutants"
+MUTANT_RECORD = "mutant.json"
+"""The manifest of a mutant folder (kind, description, expected first failure, edited files)."""
 
 MutantKind = Literal[
     "handler_removed", "label_changed", "off_by_one", "layout_changed", "rule_changed", "hidden_leftovers"
@@ -91,8 +93,19 @@ def apply_mutant(files: dict[str, str], mutant: Mutant) -> dict[str, str]:
     return edited
 
 
+def mutant_page(mutant: Path, reference: Path, dest: Path) -> Path:
+    """Materialise a mutant page in ``dest``: the task's reference bundle with the mutant's edited
+    files put over it (``mutant.json`` stays out); returns ``dest``."""
+    shutil.copytree(reference, dest, dirs_exist_ok=True)
+    shutil.copytree(mutant, dest, ignore=shutil.ignore_patterns(MUTANT_RECORD), dirs_exist_ok=True)
+    return dest
+
+
 def write_mutants(source: Path, task_id: int, reference: Path, dest: Path) -> int:
-    """Write the mutants of one source app as edited copies of its reference bundle; returns how many."""
+    """Write the mutants of one source app; returns how many.
+
+    A mutant folder holds only the files it edits, at their site paths, and ``mutant.json``; the
+    page is the task's reference bundle with those files replaced (:func:`mutant_page`)."""
     mutants_file = source / "mutants.yaml"
     if not mutants_file.is_file():
         return 0
@@ -103,11 +116,11 @@ def write_mutants(source: Path, task_id: int, reference: Path, dest: Path) -> in
         edited = apply_mutant(files, mutant)
         folder = dest / str(task_id) / mutant.name
         shutil.rmtree(folder, ignore_errors=True)
-        shutil.copytree(reference, folder)
         for name, text in edited.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(text, encoding="utf-8")
         manifest = mutant.model_dump(exclude={"replace"}) | {"task_id": task_id, "files": sorted(edited)}
-        (folder / "mutant.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        (folder / MUTANT_RECORD).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return len(mutants)
 
 

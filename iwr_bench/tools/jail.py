@@ -34,6 +34,8 @@ from concurrent.futures import Future
 from functools import cache
 from typing import Any, Literal, TypeVar
 
+from iwr_bench.tools.devtools_pipe import DevToolsPipes
+
 T = TypeVar("T")
 Containment = Literal["netns", "intercept-only"]
 """How the sandbox keeps a page's connections in: a network namespace, or CDP interception only."""
@@ -159,8 +161,18 @@ class Jail:
         self._calls.put((func, future))
         return future.result()
 
-    def spawn(self, argv: Sequence[str], env: dict[str, str], log: int) -> subprocess.Popen[bytes]:
-        """Start ``argv`` inside the jail, in its own session, killed if the jail thread ends."""
+    def spawn(
+        self, argv: Sequence[str], env: dict[str, str], log: int, pipes: DevToolsPipes | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` inside the jail, in its own session, killed if the jail thread ends.
+
+        ``pipes``, when given, become the child's descriptors 3 and 4 (DevTools over a pipe); every
+        other descriptor of ours is non-inheritable and closes at exec."""
+
+        def prepare() -> None:
+            _die_with_parent()  # pdeathsig must be set in the child
+            if pipes is not None:
+                pipes.place_in_child()
 
         def run() -> subprocess.Popen[bytes]:
             return subprocess.Popen(
@@ -170,7 +182,8 @@ class Jail:
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # pdeathsig must be set in the child
+                close_fds=pipes is None,  # closing would take fds 3 and 4 too; ours are CLOEXEC
+                preexec_fn=prepare,
             )
 
         return self.call(run)
@@ -183,16 +196,6 @@ class Jail:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", 0))
             sock.listen(128)
-            sock.setblocking(False)
-            return sock
-
-        return self.call(make)
-
-    def connect(self, port: int) -> socket.socket:
-        """A TCP connection to 127.0.0.1:``port`` inside the jail's network."""
-
-        def make() -> socket.socket:
-            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
             sock.setblocking(False)
             return sock
 

@@ -1,30 +1,30 @@
 """One Chromium process started by us, inside a :class:`~iwr_bench.tools.jail.Jail`.
 
-Chromium listens for DevTools on an ephemeral port inside the jail (``--remote-debugging-port=0``;
-the port is read from ``DevToolsActivePort``). A forwarder on the host's 127.0.0.1 relays each
-DevTools connection to it through a socket made inside the jail, so our CDP client connects as
-usual while pages cannot reach anything outside the jail. Everything Chromium writes (profile,
-temporary files, crash dumps) lives under one temporary folder that :meth:`ChromiumProcess.stop`
-removes after killing the whole process group and waiting for it.
+Chromium speaks DevTools over a pair of pipes (``--remote-debugging-pipe``), so it opens no
+debugging port anywhere: inside the jail the only address a page can reach is its own server. A
+:class:`~iwr_bench.tools.devtools_pipe.PipeBridge` on the host's 127.0.0.1 turns the pipes into the
+WebSocket our CDP client connects to. Everything Chromium writes (profile, temporary files, crash
+dumps) lives under one temporary folder that :meth:`ChromiumProcess.stop` removes after killing the
+whole process group and waiting for it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-import urllib.request
 from contextlib import suppress
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
-from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
+from anyio.abc import TaskGroup
 
+from iwr_bench.tools.devtools_pipe import PIPE_FLAG, DevToolsPipes, PipeBridge
 from iwr_bench.tools.errors import BrowserStartError
 from iwr_bench.tools.jail import Containment, Jail
 
@@ -56,9 +56,6 @@ _LAUNCH_FLAGS: tuple[str, ...] = (
     "--enforce-webrtc-ip-permission-check",
 )
 """Flags of every launch: no throttling of background pages, no crash handler, no calls home."""
-
-
-_GONE = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
 def descendants(pid: int) -> list[int]:
@@ -93,7 +90,7 @@ def sweep_stale_roots() -> None:
 
 
 class ChromiumProcess:
-    """A running Chromium in a jail, its DevTools forwarder and its temporary folder."""
+    """A running Chromium in a jail, the bridge to its DevTools pipes and its temporary folder."""
 
     def __init__(self, executable: str, args: list[str], start_timeout: float) -> None:
         self.executable = executable
@@ -104,10 +101,9 @@ class ChromiumProcess:
         self.short_tmp: Path | None = None
         self.jail = Jail()
         self.proc: subprocess.Popen[bytes] | None = None
-        self.devtools_port = 0
-        self.forward_port = 0
         self.ws_url = ""
-        self._listener_scope: anyio.CancelScope | None = None
+        self._pipes: DevToolsPipes | None = None
+        self._bridge: PipeBridge | None = None
 
     @property
     def containment(self) -> Containment:
@@ -125,8 +121,7 @@ class ChromiumProcess:
             self.executable,
             *self.args,
             *_LAUNCH_FLAGS,
-            "--remote-debugging-port=0",
-            "--remote-debugging-address=127.0.0.1",
+            PIPE_FLAG,
             f"--user-data-dir={profile}",
             f"--crash-dumps-dir={self.root / 'crash'}",
             f"--disk-cache-dir={self.root / 'cache'}",
@@ -144,79 +139,47 @@ class ChromiumProcess:
         return env
 
     async def start(self, tg: TaskGroup) -> None:
-        """Start Chromium, find its DevTools port and open the forwarder (in ``tg``)."""
+        """Start Chromium with DevTools on pipes and serve them as a WebSocket on 127.0.0.1.
+
+        ``tg`` is kept for callers that start helpers with the browser; the bridge serves itself."""
+        del tg
         try:
             with anyio.fail_after(self.start_timeout):
                 await anyio.to_thread.run_sync(self.jail.start)
+                pipes = self._pipes = DevToolsPipes()
                 log = os.open(self.root / "chromium.log", os.O_WRONLY | os.O_CREAT, 0o600)
                 try:
                     self.proc = await anyio.to_thread.run_sync(
-                        lambda: self.jail.spawn(self._argv(), self._env(), log)
+                        lambda: self.jail.spawn(self._argv(), self._env(), log, pipes)
                     )
                 finally:
                     os.close(log)
-                self.devtools_port = await self._read_port()
-                listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-                self.forward_port = int(listener.extra(SocketAttribute.local_port))
-                self._listener_scope = anyio.CancelScope()
-                tg.start_soon(self._serve, listener, self._listener_scope)
-                self.ws_url = await anyio.to_thread.run_sync(self._browser_ws_url)
+                    pipes.close_child_ends()
+                self._bridge = PipeBridge(pipes)
+                self.ws_url = await self._bridge.start()
+                await self._check_alive()
         except (TimeoutError, OSError, ValueError, KeyError) as exc:
             await self.stop()
             raise BrowserStartError(f"could not start Chromium at {self.executable}: {exc}") from exc
 
-    async def _read_port(self) -> int:
-        path = self.root / "profile" / "DevToolsActivePort"
-        while True:
-            if self.proc is not None and self.proc.poll() is not None:
-                lines = (self.root / "chromium.log").read_text(errors="replace").splitlines()
-                tail = "\n".join(line for line in lines if "crashpad" not in line)[-600:]
-                raise OSError(f"Chromium exited with status {self.proc.returncode}: {tail.strip()}")
-            with suppress(OSError, ValueError):
-                lines = path.read_text().splitlines()
-                if len(lines) >= 2:
-                    return int(lines[0])
-            await anyio.sleep(0.05)
-
-    def _browser_ws_url(self) -> str:
-        url = f"http://127.0.0.1:{self.forward_port}/json/version"
-        with urllib.request.urlopen(url, timeout=10) as reply:
-            info = json.loads(reply.read())
-        ws = str(info["webSocketDebuggerUrl"])
-        return ws.replace(f"127.0.0.1:{self.devtools_port}", f"127.0.0.1:{self.forward_port}")
-
-    async def _serve(self, listener: Listener[SocketStream], scope: anyio.CancelScope) -> None:
-        with scope:
-            async with listener:
-                await listener.serve(self._relay)
-
-    async def _relay(self, client: SocketStream) -> None:
-        async with client:
-            try:
-                sock = await anyio.to_thread.run_sync(self.jail.connect, self.devtools_port)
-            except (OSError, RuntimeError):
-                return
-            upstream = await SocketStream.from_socket(sock)
-            async with upstream, anyio.create_task_group() as tg:
-
-                async def pump(src: SocketStream, dst: SocketStream) -> None:
-                    with suppress(
-                        anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
-                    ):
-                        async for chunk in src:
-                            await dst.send(chunk)
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(pump, client, upstream)
-                tg.start_soon(pump, upstream, client)
+    async def _check_alive(self) -> None:
+        """Fail at once, with Chromium's own words, when it exited at start."""
+        await anyio.lowlevel.checkpoint()
+        if self.proc is not None and self.proc.poll() is not None:
+            lines = (self.root / "chromium.log").read_text(errors="replace").splitlines()
+            tail = "\n".join(line for line in lines if "crashpad" not in line)[-600:]
+            raise OSError(f"Chromium exited with status {self.proc.returncode}: {tail.strip()}")
 
     async def stop(self) -> None:
         """Kill the browser's process group, wait for it, end the jail and remove the temporary folder."""
-        if self._listener_scope is not None:
-            self._listener_scope.cancel()
-            self._listener_scope = None
+        if self._bridge is not None:
+            await self._bridge.stop()
+            self._bridge = None
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._kill)
+        if self._pipes is not None:
+            self._pipes.close()
+            self._pipes = None
 
     def _kill(self) -> None:
         proc = self.proc

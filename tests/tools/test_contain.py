@@ -123,3 +123,27 @@ async def test_restarted_browser_is_really_gone(write_page: Callable[..., Path])
         new_pid, new_root = browser.pid, browser.root
     assert chromium_leftovers([new_pid], (str(new_root),)) == []
     assert not new_root.exists()
+
+
+def _listening_ports(pid: int) -> set[int]:
+    """TCP ports in LISTEN state in the network namespace of process ``pid``."""
+    ports: set[int] = set()
+    for table in ("tcp", "tcp6"):
+        lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A":  # TCP_LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+@needs_netns
+async def test_the_page_server_is_the_only_port_a_page_can_reach(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    """DevTools runs over a pipe: nothing but the page's own server listens in the page's network."""
+    browser = pool.browsers[0]
+    async with pool.page(PageSpec(page=str(write_page(ORDINARY, "only.html")))) as tools:
+        own = int((await tools.observe()).url.split(":")[2].split("/")[0])
+        assert _listening_ports(browser.pid) == {own}
+    assert _listening_ports(browser.pid) == set()

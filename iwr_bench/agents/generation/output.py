@@ -14,6 +14,8 @@ from iwr_bench.agents.generation.wrappers import write_atomic
 PAGE = "index.html"
 RAW = "raw.txt"
 RECORD = "generation.json"
+NOT_PAGE_FILES = frozenset({PAGE, RAW, RECORD, "eval.json", "mutant.json"})
+"""Files of a page folder that are records written beside the page, not part of it."""
 
 
 def result_dir(out: Path, task_id: int, model: str) -> Path:
@@ -47,13 +49,11 @@ def write_result(out: Path, result: GenerationResult) -> Path:
     folder = result_dir(out, result.task_id, result.model)
     folder.mkdir(parents=True, exist_ok=True)
     resolve_page_assets(folder, result)
-    if result.page_files is not None:  # the page's other files, at their paths; index.html is `html`
-        root = Path(result.page_files)
-
-        def skip(d: str, names: list[str]) -> list[str]:
-            return [PAGE] if Path(d) == root else []
-
-        shutil.copytree(root, folder, ignore=skip, dirs_exist_ok=True)
+    # The page's other files at their paths (a bundle, then a mutant's edits over it); index.html
+    # is always `html`.
+    for layer in (result.page_files, result.page_overlay):
+        if layer is not None:
+            _copy_page_files(Path(layer), folder)
     write_atomic(folder / PAGE, result.html.encode("utf-8"))
     raw = folder / RAW
     if result.raw is not None:
@@ -62,6 +62,13 @@ def write_result(out: Path, result: GenerationResult) -> Path:
         raw.unlink(missing_ok=True)
     write_atomic(folder / RECORD, result.model_dump_json(indent=2).encode("utf-8"))
     return folder
+
+
+def _copy_page_files(root: Path, folder: Path) -> None:
+    def skip(d: str, names: list[str]) -> list[str]:
+        return [n for n in names if n in NOT_PAGE_FILES] if Path(d) == root else []
+
+    shutil.copytree(root, folder, ignore=skip, dirs_exist_ok=True)
 
 
 def read_record(folder: Path) -> GenerationResult:

@@ -4,8 +4,8 @@
   folder holds exactly one page folder; ``pages:DIR#NAME`` picks ``DIR/<id>/NAME/index.html``.
   So another tool's outputs, an ``iwr generate`` results tree or the official generator's pages
   are run, resumed and reported like any model.
-- ``mutants:NAME`` reads the built-in suite's mutant ``NAME``
-  (``iwr_bench/suites/sample-mutants/<id>/NAME/index.html``).
+- ``mutants:NAME`` gives the built-in suite's mutant ``NAME`` of each task that has one: the
+  task's reference bundle with the files in ``iwr_bench/suites/sample-mutants/<id>/NAME/`` over it.
 
 A task with no page gets a failed result (``no_reference``): its page is missing and scores 0.
 The asset placeholder of the published pages is resolved as for the oracle (``assets``).
@@ -19,13 +19,15 @@ from pathlib import Path
 import anyio.to_thread
 
 from iwr_bench.agents.generation.errors import FailureKind
+from iwr_bench.agents.generation.output import NOT_PAGE_FILES
 from iwr_bench.agents.generation.postprocess import DEFAULT_ASSET_BASE, resolve_assets
 from iwr_bench.agents.generation.records import ErrorInfo, GenerationResult, ImageCounts
 from iwr_bench.dataset.layout import Task
 from iwr_bench.registry import register
 
-MUTANTS = Path(__file__).resolve().parents[2] / "suites" / "sample-mutants"
-"""The built-in suite's mutants: ``<id>/<mutant>/index.html``."""
+SUITE = Path(__file__).resolve().parents[2] / "suites"
+MUTANTS = SUITE / "sample-mutants"
+"""The built-in suite's mutants: ``<id>/<mutant>/`` holds ``mutant.json`` and the edited files."""
 
 
 def _find(root: Path, task_id: int, pick: str) -> Path | None:
@@ -47,20 +49,25 @@ class PageFolderGenerator:
         self.root = root
         self.pick = pick
 
-    def _read(self, task: Task) -> tuple[str | None, str]:
+    def _read(self, task: Task) -> tuple[str | None, str, str | None]:
+        """(page HTML, problem, folder of the page's other files when it has any)."""
         page = _find(self.root, task.id, self.pick)
         if page is None:
             where = self.root / str(task.id) / (self.pick or "")
-            return None, f"no page for task {task.id} under {where}"
+            return None, f"no page for task {task.id} under {where}", None
         try:
-            return resolve_assets(page.read_text(encoding="utf-8"), DEFAULT_ASSET_BASE), ""
+            html = resolve_assets(page.read_text(encoding="utf-8"), DEFAULT_ASSET_BASE)
+            others = any(p.name not in NOT_PAGE_FILES for p in page.parent.iterdir())
         except (OSError, UnicodeDecodeError) as exc:
-            return None, f"{page}: {exc}"
+            return None, f"{page}: {exc}", None
+        # A multi-file page (a mutant of a recorded site, another tool's bundle) keeps its scripts,
+        # stylesheets, fonts and images beside it, as the oracle does.
+        return html, "", str(page.parent) if others else None
 
     async def __call__(self, task: Task) -> GenerationResult:
         """The page as it is; a failed result when the task has none."""
         start = time.monotonic()
-        html, problem = await anyio.to_thread.run_sync(self._read, task)
+        html, problem, files = await anyio.to_thread.run_sync(self._read, task)
         result = GenerationResult(
             task_id=task.id, generator=self.name, model=self.name, images=ImageCounts(video="none")
         )
@@ -69,7 +76,12 @@ class PageFolderGenerator:
             return result.model_copy(
                 update={"status": "failed", "error": error, "latency_s": time.monotonic() - start}
             )
-        update = {"html": html, "asset_base": DEFAULT_ASSET_BASE, "latency_s": time.monotonic() - start}
+        update = {
+            "html": html,
+            "asset_base": DEFAULT_ASSET_BASE,
+            "page_files": files,
+            "latency_s": time.monotonic() - start,
+        }
         return result.model_copy(update=update)
 
 
@@ -83,10 +95,33 @@ def pages(source: str) -> PageFolderGenerator:
     return PageFolderGenerator(f"pages:{source}", root, pick)
 
 
+class MutantGenerator(PageFolderGenerator):
+    """The built-in suite's mutant ``NAME``: the task's recorded bundle with the mutant's edits."""
+
+    def _read(self, task: Task) -> tuple[str | None, str, str | None]:
+        mutant = self.root / str(task.id) / self.pick
+        reference = SUITE / "sample" / "data" / str(task.id) / "reference"
+        if not (mutant / "mutant.json").is_file() or not reference.is_dir():
+            return None, f"the built-in suite has no mutant {self.pick!r} of task {task.id}", None
+        page = mutant / "index.html" if (mutant / "index.html").is_file() else reference / "index.html"
+        try:
+            html = resolve_assets(page.read_text(encoding="utf-8"), DEFAULT_ASSET_BASE)
+        except (OSError, UnicodeDecodeError) as exc:
+            return None, f"{page}: {exc}", None
+        return html, "", str(reference)
+
+    async def __call__(self, task: Task) -> GenerationResult:
+        """The mutant page: the reference bundle, then the mutant's edited files over it."""
+        result = await super().__call__(task)
+        if result.status != "ok":
+            return result
+        return result.model_copy(update={"page_overlay": str(self.root / str(task.id) / self.pick)})
+
+
 @register("generator", "mutants")
 def mutants(source: str) -> PageFolderGenerator:
     """The built-in suite's mutant pages: ``mutants:NAME``."""
-    known = sorted({p.name for p in MUTANTS.glob("*/*") if (p / "index.html").is_file()})
+    known = sorted({p.name for p in MUTANTS.glob("*/*") if (p / "mutant.json").is_file()})
     if source not in known:
         raise ValueError(f"no mutant {source!r} in the built-in suite (known: {', '.join(known)})")
-    return PageFolderGenerator(f"mutants:{source}", MUTANTS, source)
+    return MutantGenerator(f"mutants:{source}", MUTANTS, source)

@@ -134,6 +134,8 @@ class GenerationResult(BaseModel):
     """The task's assets folder; the page refers to it by a path relative to the page's folder."""
     page_files: str | None = None
     """A folder whose files are copied beside ``index.html`` (the oracle's recorded bundle)."""
+    page_overlay: str | None = None
+    """A folder whose files are copied after ``page_files``, replacing theirs (a mutant's edits)."""
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     """When the generation started (UTC)."""
 
