@@ -8,6 +8,7 @@ gives the same pixels.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -405,6 +406,121 @@ def calculator() -> dict[str, Image.Image]:
     return {"logo.png": logo("Abacus", "#1f2937", "#fbbf24", 130, 40, "=")}
 
 
+def card_face(bg: str, draw: Callable[[ImageDraw.ImageDraw], None]) -> Image.Image:
+    img = Image.new("RGBA", (96, 96), (0, 0, 0, 0))
+    d = ImageDraw.Draw(img)
+    d.rounded_rectangle([0, 0, 95, 95], radius=14, fill=bg)
+    draw(d)
+    return img
+
+
+def memory_cards() -> dict[str, Image.Image]:
+    def sun(d: ImageDraw.ImageDraw) -> None:
+        for i in range(8):
+            a = math.radians(i * 45)
+            d.line([(48, 48), (48 + 38 * math.cos(a), 48 + 38 * math.sin(a))], fill="#f59e0b", width=6)
+        d.ellipse([26, 26, 70, 70], fill="#fbbf24", outline="#b45309", width=3)
+
+    def moon(d: ImageDraw.ImageDraw) -> None:
+        d.ellipse([20, 16, 80, 76], fill="#e5e7eb")
+        d.ellipse([36, 10, 92, 66], fill="#1e3a8a")
+
+    def star(d: ImageDraw.ImageDraw) -> None:
+        pts = []
+        for i in range(10):
+            r = 38 if i % 2 == 0 else 16
+            a = math.radians(-90 + i * 36)
+            pts.append((48 + r * math.cos(a), 50 + r * math.sin(a)))
+        d.polygon(pts, fill="#facc15", outline="#a16207")
+
+    def leaf_face(d: ImageDraw.ImageDraw) -> None:
+        leaf(d, 14, 28, 82, 68, "#22c55e")
+
+    def drop(d: ImageDraw.ImageDraw) -> None:
+        d.polygon([(48, 12), (24, 56), (72, 56)], fill="#0ea5e9")
+        d.ellipse([24, 34, 72, 82], fill="#0ea5e9")
+        d.ellipse([36, 50, 46, 62], fill="#e0f2fe")
+
+    def bolt(d: ImageDraw.ImageDraw) -> None:
+        d.polygon([(54, 8), (22, 54), (46, 54), (38, 88), (74, 38), (50, 38)], fill="#a855f7")
+
+    back = Image.new("RGB", (24, 24), hexc("#0f766e"))
+    dd = ImageDraw.Draw(back)
+    dd.line([(0, 0), (24, 24)], fill=hexc("#14b8a6"), width=3)
+    dd.line([(0, 24), (24, 0)], fill=hexc("#14b8a6"), width=3)
+    return {
+        "logo.png": logo("P", "#0f766e", "#ccfbf1", 64, 64, "2"),
+        "back.png": back,
+        "sun.png": card_face("#fff7ed", sun),
+        "moon.png": card_face("#1e3a8a", moon),
+        "star.png": card_face("#fefce8", star),
+        "leaf.png": card_face("#f0fdf4", leaf_face),
+        "drop.png": card_face("#f0f9ff", drop),
+        "bolt.png": card_face("#faf5ff", bolt),
+    }
+
+
+def photo_gallery() -> dict[str, Image.Image]:
+    def city(sky: tuple[str, str], towers: str, lights: str) -> Image.Image:
+        img = gradient(240, 160, *sky)
+        d = ImageDraw.Draw(img)
+        for i, (x, hgt) in enumerate([(8, 70), (44, 110), (84, 84), (124, 128), (168, 92), (204, 116)]):
+            d.rectangle([x, 160 - hgt, x + 30, 160], fill=towers)
+            for y in range(160 - hgt + 8, 152, 14):
+                d.rectangle([x + 6 + (i % 2) * 10, y, x + 12 + (i % 2) * 10, y + 6], fill=lights)
+        return img
+
+    def harbor() -> Image.Image:
+        img = gradient(240, 160, "#fb923c", "#fde68a")
+        d = ImageDraw.Draw(img)
+        d.rectangle([0, 104, 240, 160], fill="#1e40af")
+        d.polygon([(60, 104), (140, 104), (126, 122), (74, 122)], fill="#7c2d12")
+        d.line([(100, 104), (100, 48)], fill="#44403c", width=3)
+        d.polygon([(102, 52), (102, 100), (136, 100)], fill="#f8fafc")
+        return img
+
+    def pines() -> Image.Image:
+        img = gradient(240, 160, "#cbd5e1", "#f1f5f9")
+        d = ImageDraw.Draw(img)
+        for i, x in enumerate(range(10, 240, 34)):
+            top = 40 + (i % 3) * 14
+            d.polygon([(x, 150), (x + 16, top), (x + 32, 150)], fill="#166534" if i % 2 else "#14532d")
+        d.rectangle([0, 148, 240, 160], fill="#3f6212")
+        return img
+
+    def dunes() -> Image.Image:
+        img = gradient(240, 160, "#7dd3fc", "#fef3c7")
+        d = ImageDraw.Draw(img)
+        d.ellipse([150, 20, 190, 60], fill="#fde047")
+        d.chord([-60, 90, 180, 230], 180, 360, fill="#f59e0b")
+        d.chord([80, 100, 320, 240], 180, 360, fill="#d97706")
+        return img
+
+    return {
+        "logo.png": logo("Lumen", "#111827", "#fbbf24", 130, 40),
+        "harbor.png": harbor(),
+        "pines.png": pines(),
+        "dunes.png": dunes(),
+        "peaks.png": mountains(240, 160, ("#93c5fd", "#e0f2fe"), "#475569", "#15803d"),
+        "lake.png": mountains(240, 160, ("#c4b5fd", "#ede9fe"), "#6b21a8", "#0e7490", "#fef9c3"),
+        "skyline.png": city(("#1e1b4b", "#4338ca"), "#0f172a", "#fde047"),
+        "market.png": city(("#fecaca", "#fff1f2"), "#9f1239", "#fff7ed"),
+        "bridge.png": city(("#a5f3fc", "#ecfeff"), "#334155", "#e2e8f0"),
+        "owner.png": avatar("#fde68a", "#d6a77a", "#3b2410", 72),
+    }
+
+
+def sprint_board() -> dict[str, Image.Image]:
+    return {
+        "logo.png": logo("Sprint", "#312e81", "#e0e7ff", 130, 40),
+        "avatar-mia.png": avatar("#fbcfe8", "#f1c27d", "#7c2d12", 40),
+        "avatar-ravi.png": avatar("#bfdbfe", "#8d5524", "#111827", 40),
+        "avatar-jo.png": avatar("#bbf7d0", "#e0ac69", "#a16207", 40),
+        "avatar-lena.png": avatar("#fde68a", "#ffdbac", "#4b5563", 40),
+        "empty.png": logo("Done", "#dcfce7", "#166534", 110, 36, "+"),
+    }
+
+
 SITES: dict[str, Callable[[], dict[str, Image.Image]]] = {
     "pottery-portfolio": pottery,
     "trail-guide": trail,
@@ -419,11 +535,17 @@ SITES: dict[str, Callable[[], dict[str, Image.Image]]] = {
     "tile-2048": game2048,
     "calculator": calculator,
     "merge-tiles": merge_tiles,
+    "memory-cards": memory_cards,
+    "photo-gallery": photo_gallery,
+    "sprint-board": sprint_board,
 }
 
 
-def main() -> None:
-    for slug, make in SITES.items():
+def main(argv: list[str] | None = None) -> None:
+    """Draw the images of each slug named on the command line (default: every site)."""
+    chosen = (sys.argv[1:] if argv is None else argv) or list(SITES)
+    for slug in chosen:
+        make = SITES[slug]
         out = ROOT / slug / "site" / "img"
         out.mkdir(parents=True, exist_ok=True)
         for name, img in make().items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+import sys
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parent
 SOURCE = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
 LICENCE = Path("/usr/share/doc/fonts-dejavu-core/copyright")
 NAME = "Merge Sans"
-SLUGS = ("merge-tiles",)
+SLUGS = ("merge-tiles", "memory-cards", "photo-gallery", "sprint-board")
 
 
 def subset_font() -> TTFont:
@@ -95,9 +96,9 @@ def svg_font(font: TTFont) -> str:
     )
 
 
-def main() -> None:
-    """Write every format for every slug."""
-    for slug in SLUGS:
+def main(argv: list[str] | None = None) -> None:
+    """Write every format for each slug named on the command line (default: every slug in ``SLUGS``)."""
+    for slug in (sys.argv[1:] if argv is None else argv) or SLUGS:
         out = ROOT / slug / "site" / "fonts"
         out.mkdir(parents=True, exist_ok=True)
         font = subset_font()
