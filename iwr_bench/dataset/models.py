@@ -319,3 +319,50 @@ def scroll_direction(action: Action) -> Literal["up", "down"] | None:
     if raw in ("up", "u"):
         return "up"
     return None
+
+
+_REGION = re.compile(r"\b(?:inside|within|in)\s+(?:the\s+|a\s+|an\s+)?(.+)$")
+_GENERIC = frozenset(
+    [
+        "page",
+        "window",
+        "screen",
+        "site",
+        "document",
+        "view",
+        "list",
+        "panel",
+        "box",
+        "area",
+        "pane",
+        "section",
+        "container",
+        "table",
+        "menu",
+        "sidebar",
+        "feed",
+        "column",
+        "card",
+        "the",
+        "of",
+        "and",
+        "with",
+        "on",
+        "to",
+    ]
+)
+"""Words that say what kind of region, not which one."""
+
+
+def scroll_region(action: Action) -> list[str]:
+    """Words naming the region a Scroll happens in ("scroll down inside the Recent orders list" gives
+    ``["recent", "orders"]``); empty when the description names none ("scroll down the page",
+    "scroll down to the footer": the page itself scrolls).
+
+    Only a region introduced by *inside*, *within* or *in* counts; generic words (list, panel,
+    page, ...) are dropped, so "scroll inside the page" names nothing."""
+    found = _REGION.search(action.parameters.description.lower())
+    if found is None:
+        return []
+    words = re.findall(r"[a-z0-9]{3,}", found.group(1))
+    return list(dict.fromkeys(w for w in words if w not in _GENERIC))

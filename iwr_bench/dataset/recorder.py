@@ -41,7 +41,7 @@ from iwr_bench.dataset.layout import (
     Task,
 )
 from iwr_bench.dataset.media import write_contact_sheets, write_video
-from iwr_bench.dataset.models import TaskRecord, pressed_key, scroll_direction, typed_text
+from iwr_bench.dataset.models import TaskRecord, pressed_key, scroll_direction, scroll_region, typed_text
 from iwr_bench.dataset.script import ActionScript, ScriptAction
 from iwr_bench.errors import UserError
 from iwr_bench.tools.errors import PageFailure, ToolRetry
@@ -378,7 +378,7 @@ async def _scroll(tools: PageTools, action: ScriptAction, where: str) -> None:
         if moved <= 5:
             raise RecordError(f"{where}: scrolling {action.record.selector!r} moved it {moved:g} px")
         return
-    result = await tools.scroll(direction)
+    result = await tools.scroll(direction, region=scroll_region(action))  # as the judge scrolls it
     if result.moved_px <= 5:
         raise RecordError(f"{where}: the page did not scroll (moved {result.moved_px:g} px)")
 

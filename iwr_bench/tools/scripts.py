@@ -12,6 +12,7 @@ change ``window.__iwr__`` or the functions there.
 from __future__ import annotations
 
 import json
+import re
 
 JUDGE_WORLD = "iwr-judge"
 """Name of the isolated world the judge's scripts run in."""
@@ -206,12 +207,23 @@ def point_script(index: int, select: bool = False) -> str:
     return _POINT % {"index": int(index), "select": "true" if select else "false"}
 
 
-SCROLL_PROBE = r"""
+_SCROLL_PROBE = r"""
 (() => {
+  const words = %s;
   const doc = document.scrollingElement || document.documentElement;
   const docY = doc ? doc.scrollTop : 0, docX = doc ? doc.scrollLeft : 0;
   const canDoc = doc && doc.scrollHeight > doc.clientHeight + 1;
-  let best = null, area = 0;
+  const text = (el, n) => ((el && el.innerText) || '').slice(0, n).toLowerCase();
+  const label = (el) => {
+    let out = [el.id, el.getAttribute('aria-label') || '', String(el.className), text(el, 400)].join(' ');
+    let node = el;  // headings and captions just before it, or before one of its parents
+    for (let d = 0; d < 3 && node; d++, node = node.parentElement) {
+      let s = node.previousElementSibling;
+      for (let k = 0; k < 3 && s; k++, s = s.previousElementSibling) out += ' ' + text(s, 120);
+    }
+    return out.toLowerCase();
+  };
+  let best = null, area = 0, named = null, score = 0, namedArea = 0;
   if (document.body) {
     const all = document.body.getElementsByTagName('*');
     const n = Math.min(all.length, 20000);
@@ -224,7 +236,19 @@ SCROLL_PROBE = r"""
       const a = Math.max(0, Math.min(r.right, innerWidth) - Math.max(r.left, 0)) *
                 Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0));
       if (a > area) { area = a; best = el; }
+      if (words.length) {
+        const l = label(el);
+        const s = words.filter((w) => new RegExp('\\b' + w + '\\b').test(l)).length;
+        if (s > score || (s > 0 && s === score && a > namedArea)) { score = s; named = el; namedArea = a; }
+      }
     }
+  }
+  if (named) {
+    let r = named.getBoundingClientRect();  // brought into view as the recorder does
+    if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) {
+      named.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    }
+    best = named;
   }
   (window.__iwr__ || (window.__iwr__ = { els: [], gen: 0 })).scroller = best;
   let c = null;
@@ -232,9 +256,23 @@ SCROLL_PROBE = r"""
     const r = best.getBoundingClientRect();
     c = { y: best.scrollTop, x: best.scrollLeft, cx: r.left + r.width / 2, cy: r.top + r.height / 2 };
   }
-  return { docX, docY, canDoc, container: c };
+  return { docX: doc ? doc.scrollLeft : 0, docY: doc ? doc.scrollTop : 0, canDoc, named: !!named,
+           container: c };
 })()
 """
+
+
+def scroll_probe_script(region: list[str] | tuple[str, ...] = ()) -> str:
+    """Script measuring document and container scroll positions and remembering the container.
+
+    The container is the scrollable element best named by ``region`` (lower-case words matched in
+    its id, label, class, text and the headings just before it; it is brought into view), else
+    the largest visible one. ``named`` says whether ``region`` picked it."""
+    words = [w for w in region if re.fullmatch(r"[a-z0-9]+", w)]
+    return _SCROLL_PROBE % json.dumps(words)
+
+
+SCROLL_PROBE = scroll_probe_script()
 """Script measuring document and main-container scroll positions (and remembering the container)."""
 
 SCROLL_AFTER = r"""

@@ -9,7 +9,7 @@ not answer in time is marked failed (``timeout``) and the call raises
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -166,10 +166,15 @@ class PageTools:
 
         return await self._guard("hover", body)
 
-    async def scroll(self, direction: Direction = "down", amount: float | None = None) -> ScrollResult:
+    async def scroll(
+        self, direction: Direction = "down", amount: float | None = None, region: Sequence[str] = ()
+    ) -> ScrollResult:
         """Scroll the page or its main scroll container; ``amount`` defaults to half the viewport.
 
-        Returns how far the target actually moved (the judge counts a scroll as done above 5 px).
+        ``region``: words naming the scrollable part to scroll ("recent", "orders" for "inside the
+        Recent orders list"); the container they name best is scrolled even when the page could
+        scroll too. Returns how far the target actually moved (the judge counts a scroll as done
+        above 5 px).
         """
         if direction not in ("down", "up", "left", "right"):
             raise ToolRetry(f"direction must be up, down, left or right, not {direction!r}")
@@ -177,13 +182,16 @@ class PageTools:
         step = amount if amount is not None else (vp.height if direction in ("up", "down") else vp.width) / 2
         dx = step if direction == "right" else -step if direction == "left" else 0.0
         dy = step if direction == "down" else -step if direction == "up" else 0.0
-        return await self._guard("scroll", lambda: self._scroll(direction, dx, dy))
+        words = tuple(region)
+        return await self._guard("scroll", lambda: self._scroll(direction, dx, dy, words))
 
-    async def _scroll(self, direction: str, dx: float, dy: float) -> ScrollResult:
-        before: dict[str, Any] = await self.tab.evaluate(scripts.SCROLL_PROBE)
+    async def _scroll(
+        self, direction: str, dx: float, dy: float, region: tuple[str, ...] = ()
+    ) -> ScrollResult:
+        before: dict[str, Any] = await self.tab.evaluate(scripts.scroll_probe_script(region))
         container = before.get("container")
         vp = self.tab.viewport
-        use_container = container is not None and not before.get("canDoc")
+        use_container = container is not None and (bool(before.get("named")) or not before.get("canDoc"))
         x, y = (
             (container["cx"], container["cy"])
             if use_container and container
@@ -193,7 +201,7 @@ class PageTools:
         after: dict[str, Any] = await self.tab.evaluate(scripts.SCROLL_AFTER, await_promise=True)
         moved, target = self._moved(before, after)
         if moved < 1:
-            fallback = "container" if container is not None and not before.get("canDoc") else "document"
+            fallback = "container" if use_container else "document"
             await self.tab.evaluate(scripts.scroll_fallback_script(fallback, dx, dy))
             after = await self.tab.evaluate(scripts.SCROLL_AFTER, await_promise=True)
             moved, target = self._moved(before, after)

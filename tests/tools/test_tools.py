@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from iwr_bench.dataset.models import Action, ActionParameters, scroll_region
 from iwr_bench.metrics.hashing import as_image
 from iwr_bench.tools.errors import ToolRetry
 from iwr_bench.tools.models import PageSpec, SettleConfig, Viewport
@@ -109,6 +110,43 @@ async def test_scroll_moves_main_container(pool: PagePool, write_page: Callable[
         result = await tools.scroll("down")
         assert result.target == "container" and result.moved_px == pytest.approx(240, abs=2)
         assert (await tools.page_state()).container_scroll_y == pytest.approx(240, abs=2)
+
+
+SCROLL_PANELS = (
+    """<html><body style="margin:0">
+<div class="panel"><h3>Top products</h3>
+  <ul id="products" style="height:150px;overflow-y:auto;margin:0">"""
+    + "<li>chair</li>" * 40
+    + """</ul></div>
+<div class="panel"><h3>Recent orders</h3>
+  <ul id="orders" style="height:120px;overflow-y:auto;margin:0">"""
+    + "<li>#51 paid</li>" * 40
+    + """</ul></div>
+<div style="height:3000px">the rest of the page</div>
+</body></html>"""
+)
+
+
+@pytest.mark.anyio
+async def test_scroll_inside_the_region_the_description_names(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    """'scroll down inside the Recent orders list' scrolls that list, though the page and a bigger
+    list could scroll too; 'scroll down the page' names no region and scrolls the page."""
+    named = Action(
+        type="Scroll", parameters=ActionParameters(description="scroll down inside the Recent orders list")
+    )
+    page = Action(type="Scroll", parameters=ActionParameters(description="scroll down the page"))
+    assert scroll_region(named) == ["recent", "orders"] and scroll_region(page) == []
+    async with pool.page(
+        PageSpec(page=str(write_page(SCROLL_PANELS)), viewport=Viewport(width=640, height=480))
+    ) as tools:
+        inside = await tools.scroll("down", region=scroll_region(named))
+        assert inside.target == "container" and inside.moved_px == pytest.approx(240, abs=2)
+        orders = await tools.tab.evaluate("[document.getElementById('orders').scrollTop, window.scrollY]")
+        assert orders[0] > 0 and orders[1] == 0
+        whole = await tools.scroll("down", region=scroll_region(page))
+        assert whole.target == "document" and whole.moved_px == pytest.approx(240, abs=2)
 
 
 @pytest.mark.anyio

@@ -38,7 +38,7 @@ from iwr_bench.agents.judge.records import (
     Replay,
 )
 from iwr_bench.dataset.layout import Task
-from iwr_bench.dataset.models import Action, pressed_key, scroll_direction, typed_text
+from iwr_bench.dataset.models import Action, pressed_key, scroll_direction, scroll_region, typed_text
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.tools.errors import PageFailure, ToolRetry
 from iwr_bench.tools.models import PageSpec, Viewport, VisibleText
@@ -197,8 +197,11 @@ class Executor:
                     result = await tools.scroll_window()
                 else:
                     direction = scroll_direction(action) or "down"
-                    record.tool_calls.append(f"scroll({direction!r})")
-                    result = await tools.scroll(direction)
+                    region = scroll_region(action)  # "inside the Recent orders list"
+                    record.tool_calls.append(
+                        f"scroll({direction!r}{f', region={region!r}' if region else ''})"
+                    )
+                    result = await tools.scroll(direction, region=region)
                 record.scroll_moved_px = result.moved_px
                 if result.moved_px <= self.config.scroll_min_px:
                     raise _Failed("no_scroll", f"the page moved {result.moved_px:g} px (needs > 5)")
