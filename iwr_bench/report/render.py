@@ -1,16 +1,25 @@
-"""Rows to the terminal (rich), CSV, JSON and Markdown."""
+"""Rows to the terminal (rich), CSV, JSON and Markdown.
+
+A terminal table is printed with one column per field when every column fits the console at its
+narrowest honest width (numbers whole, header words whole, names folded at 16 characters or
+more). Otherwise each row becomes its own small table with one row per metric: ``metric | A |
+B | B - A`` for a comparison's ``<metric> A``/``<metric> B``/``<metric> delta`` fields, else
+``field | value``. Nothing is ever cut to "…".
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from iwr_bench.report.tables import Row
 
@@ -54,16 +63,85 @@ def to_markdown(rows: Sequence[Row], title: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+NAME_MIN_WIDTH = 16
+"""A name column is never narrower than this (or its longest name, if shorter); names fold, never cut."""
+
+_PAIRED = re.compile(r"^(?P<metric>.+) (?P<side>A|B|delta)$")
+
+
+def _numeric(rows: Sequence[Row], col: str) -> bool:
+    return any(isinstance(r.get(col), int | float) and not isinstance(r.get(col), bool) for r in rows)
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=1)
+
+
+def column_width(rows: Sequence[Row], col: str, *, name: bool = False) -> int:
+    """The narrowest width at which ``col`` shows every value honestly (see the module doc)."""
+    cells = [cell(r.get(col)) for r in rows]
+    if name:
+        need = min(max((len(c) for c in cells), default=1), NAME_MIN_WIDTH)
+    elif _numeric(rows, col):
+        need = max((len(c) for c in cells), default=1)
+    else:
+        need = max((_longest_word(c) for c in cells), default=1)
+    return max(need, _longest_word(col))
+
+
+def fits(rows: Sequence[Row], cols: Sequence[str], width: int) -> bool:
+    """Whether a one-column-per-field table fits ``width`` (borders and padding: 3 per column + 1)."""
+    need = sum(column_width(rows, c, name=i == 0) for i, c in enumerate(cols))
+    return need + 3 * len(cols) + 1 <= width
+
+
 def to_rich(rows: Sequence[Row], title: str, skip: Sequence[str] = ()) -> Table:
-    """A rich table (numbers right-aligned)."""
+    """A rich table, one column per field (numbers right-aligned and never wrapped)."""
     table = Table(title=title)
     cols = [c for c in columns(rows) if c not in skip]
-    for c in cols:
-        numeric = any(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool) for r in rows)
-        table.add_column(c, justify="right" if numeric else "left", overflow="fold")  # names never cut
+    for i, c in enumerate(cols):
+        numeric = _numeric(rows, c)
+        table.add_column(
+            c,
+            justify="right" if numeric else "left",
+            overflow="fold",  # names never cut
+            no_wrap=numeric,
+            min_width=column_width(rows, c, name=i == 0),
+        )
     for row in rows:
         table.add_row(*(cell(row.get(c)) for c in cols))
     return table
+
+
+def long_tables(rows: Sequence[Row], skip: Sequence[str] = ()) -> list[Table]:
+    """Each row as its own table with one row per metric (see the module doc)."""
+    cols = [c for c in columns(rows) if c not in skip]
+    if not cols:
+        return []
+    tables: list[Table] = []
+    for row in rows:
+        paired: dict[str, dict[str, Any]] = {}
+        single: list[str] = []
+        for c in cols[1:]:
+            m = _PAIRED.match(c)
+            if m:
+                paired.setdefault(m["metric"], {})[m["side"]] = row.get(c)
+            else:
+                single.append(c)
+        table = Table(title=Text(cell(row.get(cols[0])), style="bold"), show_header=bool(paired))
+        if paired:
+            for head in ("metric", "A", "B", "B - A"):
+                table.add_column(head, justify="left" if head == "metric" else "right", overflow="fold")
+            for metric, sides in paired.items():
+                table.add_row(metric, *(cell(sides.get(k)) for k in ("A", "B", "delta")))
+            table.caption = " · ".join(f"{c}: {cell(row.get(c))}" for c in single) or None
+        else:
+            table.add_column("field", overflow="fold")
+            table.add_column("value", overflow="fold")
+            for c in single:
+                table.add_row(c, cell(row.get(c)))
+        tables.append(table)
+    return tables
 
 
 def write_tables(out: Path, name: str, rows: Sequence[Row], title: str) -> list[Path]:
@@ -80,5 +158,11 @@ def write_tables(out: Path, name: str, rows: Sequence[Row], title: str) -> list[
 
 
 def print_rows(console: Console, rows: Sequence[Row], title: str, skip: Sequence[str] = ()) -> None:
-    """Print a table to the terminal."""
-    console.print(to_rich(rows, title, skip))
+    """Print a table to the terminal: one column per field if that fits, else one row per metric."""
+    cols = [c for c in columns(rows) if c not in skip]
+    if fits(rows, cols, console.width):
+        console.print(to_rich(rows, title, skip))
+        return
+    console.print(Text(title, style="italic"), justify="center")
+    for table in long_tables(rows, skip):
+        console.print(table)
