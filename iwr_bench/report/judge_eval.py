@@ -281,7 +281,7 @@ def score_rows(report: LabReport) -> list[Row]:
             "errors %": _pct(s.error_rate),
             "crashed": s.crashed,
             "s per action": None if s.seconds_per_action is None else round(s.seconds_per_action, 2),
-            "usd per action": None if s.cost_per_action is None else round(s.cost_per_action, 6),
+            "usd per action": "unpriced" if s.cost_per_action is None else f"{s.cost_per_action:.6f}",
             "changed on repeat %": _pct(s.changed_rate),
         }
         for s in report.scores

@@ -2,8 +2,9 @@
 
 A terminal table is printed with one column per field when every column fits the console at its
 narrowest honest width (numbers whole, header words whole, names folded at 16 characters or
-more). Otherwise each row becomes its own small table with one row per metric: ``metric | A |
-B | B - A`` for a comparison's ``<metric> A``/``<metric> B``/``<metric> delta`` fields, else
+more). Otherwise the table is turned round, one row per metric and one column per model, when
+that fits; else each row becomes its own small table with one row per metric: ``metric | A | B |
+B - A`` for a comparison's ``<metric> A``/``<metric> B``/``<metric> delta`` fields, else
 ``field | value``. Nothing is ever cut to "…".
 """
 
@@ -70,47 +71,72 @@ _PAIRED = re.compile(r"^(?P<metric>.+) (?P<side>A|B|delta)$")
 
 
 def _numeric(rows: Sequence[Row], col: str) -> bool:
-    return any(isinstance(r.get(col), int | float) and not isinstance(r.get(col), bool) for r in rows)
+    return any(_is_number(r.get(col)) for r in rows)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _longest_word(text: str) -> int:
     return max((len(w) for w in text.split()), default=1)
 
 
-def column_width(rows: Sequence[Row], col: str, *, name: bool = False) -> int:
-    """The narrowest width at which ``col`` shows every value honestly (see the module doc)."""
-    cells = [cell(r.get(col)) for r in rows]
+def column_width(rows: Sequence[Row], col: str, *, name: bool = False, folded_header: bool = False) -> int:
+    """The narrowest width at which ``col`` shows every value honestly (see the module doc).
+
+    Numbers stay whole, text may wrap between words, a name column (``name``) and a header that is a
+    name (``folded_header``) may fold at :data:`NAME_MIN_WIDTH`.
+    """
+    values = [r.get(col) for r in rows]
     if name:
-        need = min(max((len(c) for c in cells), default=1), NAME_MIN_WIDTH)
-    elif _numeric(rows, col):
-        need = max((len(c) for c in cells), default=1)
+        need = min(max((len(cell(v)) for v in values), default=1), NAME_MIN_WIDTH)
     else:
-        need = max((_longest_word(c) for c in cells), default=1)
-    return max(need, _longest_word(col))
+        need = max((len(cell(v)) if _is_number(v) else _longest_word(cell(v)) for v in values), default=1)
+    head = _longest_word(col)
+    return max(need, min(head, NAME_MIN_WIDTH) if folded_header else head)
 
 
-def fits(rows: Sequence[Row], cols: Sequence[str], width: int) -> bool:
+def fits(rows: Sequence[Row], cols: Sequence[str], width: int, *, folded_headers: bool = False) -> bool:
     """Whether a one-column-per-field table fits ``width`` (borders and padding: 3 per column + 1)."""
-    need = sum(column_width(rows, c, name=i == 0) for i, c in enumerate(cols))
+    need = sum(
+        column_width(rows, c, name=i == 0, folded_header=folded_headers and i > 0) for i, c in enumerate(cols)
+    )
     return need + 3 * len(cols) + 1 <= width
 
 
-def to_rich(rows: Sequence[Row], title: str, skip: Sequence[str] = ()) -> Table:
+def to_rich(
+    rows: Sequence[Row], title: str, skip: Sequence[str] = (), *, folded_headers: bool = False
+) -> Table:
     """A rich table, one column per field (numbers right-aligned and never wrapped)."""
     table = Table(title=title)
     cols = [c for c in columns(rows) if c not in skip]
     for i, c in enumerate(cols):
-        numeric = _numeric(rows, c)
+        numeric = all(_is_number(r.get(c)) or r.get(c) is None for r in rows) and _numeric(rows, c)
         table.add_column(
             c,
             justify="right" if numeric else "left",
             overflow="fold",  # names never cut
             no_wrap=numeric,
-            min_width=column_width(rows, c, name=i == 0),
+            min_width=column_width(rows, c, name=i == 0, folded_header=folded_headers and i > 0),
         )
     for row in rows:
         table.add_row(*(cell(row.get(c)) for c in cols))
     return table
+
+
+def transposed(rows: Sequence[Row], skip: Sequence[str] = ()) -> list[Row] | None:
+    """The rows turned round: one row per field, one column per row (named by its first field).
+
+    None when rows share a name, or the fields pair up as a comparison (``<metric> A``/``B``/``delta``).
+    """
+    cols = [c for c in columns(rows) if c not in skip]
+    if not cols or any(_PAIRED.match(c) for c in cols):
+        return None
+    names = [cell(r.get(cols[0])) for r in rows]
+    if len(set(names)) != len(names) or cols[0] in names:
+        return None
+    return [{cols[0]: c, **{n: r.get(c) for n, r in zip(names, rows, strict=True)}} for c in cols[1:]]
 
 
 def long_tables(rows: Sequence[Row], skip: Sequence[str] = ()) -> list[Table]:
@@ -162,6 +188,10 @@ def print_rows(console: Console, rows: Sequence[Row], title: str, skip: Sequence
     cols = [c for c in columns(rows) if c not in skip]
     if fits(rows, cols, console.width):
         console.print(to_rich(rows, title, skip))
+        return
+    turned = transposed(rows, skip)
+    if turned and fits(turned, columns(turned), console.width, folded_headers=True):
+        console.print(to_rich(turned, title, folded_headers=True))
         return
     console.print(Text(title, style="italic"), justify="center")
     for table in long_tables(rows, skip):

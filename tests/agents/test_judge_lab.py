@@ -14,9 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_openai import FakeOpenAI, Reply
 
+from iwr_bench.agents.judge.lab import LabRun, build_design, judge_cases, mutant_cases, parse_design
 from iwr_bench.cli import main
+from iwr_bench.dataset.layout import load_tasks
+from iwr_bench.report.judge_eval import score
 from iwr_bench.suites.build import MUTANTS, SAMPLE
+from iwr_bench.tools.pool import PagePool, PoolConfig
 
 HERE = Path(__file__).parent
 WEAK = str(HERE / "always_yes_judge.py")
@@ -149,3 +154,33 @@ def test_repeat_judging_changes_no_verdict_offline(tmp_path: Path) -> None:
         ("header-and-stats-restyled", 1), ("header-and-stats-restyled", 2),
         ("packing-label-changed", 1), ("packing-label-changed", 2),
     ]  # fmt: skip
+
+
+def _verdict(verdict: str) -> Reply:
+    return Reply(
+        tool_call=("final_result", f'{{"reasoning": "the model says {verdict}", "verdict": "{verdict}"}}')
+    )
+
+
+@pytest.mark.anyio
+async def test_an_llm_design_is_metered_and_its_changed_verdicts_counted(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    design = build_design(parse_design(f"assertions=llm,model=judge-vlm,base_url={fake.url},label=fake"))
+    task = next(t for t in load_tasks(SAMPLE).tasks if t.id == 102)
+    (case,) = [c for c in mutant_cases(MUTANTS, [task]) if c.name == "header-and-stats-restyled"]
+    run = LabRun(evidence=tmp_path)
+    fake.replies = [_verdict("yes")]
+    async with PagePool(PoolConfig(size=1)) as pool, design:
+        first = await judge_cases(design, 1, [case], {102: task}, pool, run)
+        fake.replies = [_verdict("no")]  # the same model, asked again, now disagrees
+        second = await judge_cases(design, 2, [case], {102: task}, pool, run)
+    assert first[0].correct and first[0].first_failure is None
+    asserted = [a.index for a in first[0].actions if a.verdict is not None]
+    assert asserted == [2, 4] and second[0].first_failure == 2 and not second[0].correct
+    assert second[0].actions[2].reasoning.endswith("the model says no")
+    s = score("fake", [*first, *second], design.usage())
+    assert s.usage.requests == len(fake.requests) == 3  # two assertions, then one
+    assert (s.usage.input_tokens, s.usage.output_tokens) == (3000, 1500)  # the fake's usage per answer
+    assert s.cost_per_action is None  # a local model has no price: never shown as free
+    assert s.changed_rate == pytest.approx(6 / 8)  # action 2 flips, 3-7 are no longer run

@@ -191,6 +191,7 @@ def test_comparison_in_a_wide_terminal_keeps_one_column_per_field() -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.timeout(900)  # the first test to ask for the shared finished run pays for it
 @pytest.mark.parametrize("columns", ["80", "60"])
 def test_iwr_report_a_b_in_a_narrow_terminal(
     finished_run: Path,
@@ -207,3 +208,21 @@ def test_iwr_report_a_b_in_a_narrow_terminal(
         assert any(line.strip() == model for line in text.splitlines()), model  # each model heads its table
     assert text.count("B - A") == 3
     assert re.search(r"│ IFS\s+│\s+100\.00 │\s+100\.00 │\s+0\.00 │", text)  # the oracle: A, B and B - A
+
+
+def test_few_rows_turn_round_when_too_wide() -> None:
+    rows = [
+        {"design": name, "references at IFS 100": "13/13", "accuracy %": 97.5, "step error": 0.12,
+         "undetermined %": 38.9, "errors %": 0.0, "s per action": 1.25, "changed on repeat %": 0.0,
+         "note": "a long remark that wraps between words"}
+        for name in ("heuristic", "grounder=lcs,assertions=quoted-text")
+    ]  # fmt: skip
+    out = io.StringIO()
+    print_rows(Console(file=out, width=70), rows, "iwr judges eval: per design")
+    text = out.getvalue()
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 70
+    assert re.search(
+        r"│ accuracy %\s+│ 97\.50\s+│ 97\.50\s+│", text
+    )  # one row per metric, a column per design
+    header = [line.split("┃") for line in text.splitlines() if line.count("┃") == 4]
+    assert "".join(parts[3].strip() for parts in header) == "grounder=lcs,assertions=quoted-text"  # folded
