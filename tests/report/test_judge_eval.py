@@ -226,3 +226,18 @@ def test_few_rows_turn_round_when_too_wide() -> None:
     )  # one row per metric, a column per design
     header = [line.split("┃") for line in text.splitlines() if line.count("┃") == 4]
     assert "".join(parts[3].strip() for parts in header) == "grounder=lcs,assertions=quoted-text"  # folded
+
+
+def test_a_cases_folder_without_expectations_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "cases" / "101" / "broken"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text("<html></html>")
+    (page / "mutant.json").write_text('{"kind": "label_changed"}')
+    argv = ["judges", "eval", "--only", "101", "--cases", str(tmp_path / "cases"), "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "mutant.json" in err and "expected_first_failure" in err
+    assert main(["judges", "eval", "--only", "999"]) == 2
+    assert "999" in capsys.readouterr().err
