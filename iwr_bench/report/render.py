@@ -1,8 +1,8 @@
 """Rows to the terminal (rich), CSV, JSON and Markdown.
 
 A terminal table is printed with one column per field when every column fits the console at its
-narrowest honest width (numbers whole, header words whole, names folded at 16 characters or
-more). Otherwise the table is turned round, one row per metric and one column per model, when
+narrowest honest width (numbers whole, header words whole, names and other long words folded at
+16 characters or more). Otherwise the table is turned round, one row per metric and one column per model, when
 that fits; else each row becomes its own small table with one row per metric: ``metric | A | B |
 B - A`` for a comparison's ``<metric> A``/``<metric> B``/``<metric> delta`` fields, else
 ``field | value``. Nothing is ever cut to "…".
@@ -85,14 +85,18 @@ def _longest_word(text: str) -> int:
 def column_width(rows: Sequence[Row], col: str, *, name: bool = False, folded_header: bool = False) -> int:
     """The narrowest width at which ``col`` shows every value honestly (see the module doc).
 
-    Numbers stay whole, text may wrap between words, a name column (``name``) and a header that is a
-    name (``folded_header``) may fold at :data:`NAME_MIN_WIDTH`.
+    Numbers stay whole; text wraps between words, and a word longer than :data:`NAME_MIN_WIDTH` (a
+    name, an identifier) folds at that width; so do a name column (``name``) and a header that is a
+    name (``folded_header``).
     """
     values = [r.get(col) for r in rows]
     if name:
         need = min(max((len(cell(v)) for v in values), default=1), NAME_MIN_WIDTH)
     else:
-        need = max((len(cell(v)) if _is_number(v) else _longest_word(cell(v)) for v in values), default=1)
+        need = max(
+            (len(cell(v)) if _is_number(v) else min(_longest_word(cell(v)), NAME_MIN_WIDTH) for v in values),
+            default=1,
+        )
     head = _longest_word(col)
     return max(need, min(head, NAME_MIN_WIDTH) if folded_header else head)
 
