@@ -30,6 +30,9 @@ def register(sub: Subparsers) -> None:
     )
     ls.add_argument("--json", action="store_true", help="as JSON")
     ls.set_defaults(func=cmd_list)
+    from iwr_bench.cli.judges_eval import add_eval
+
+    add_eval(judges_sub)
 
 
 def _option(opt: Option) -> str:

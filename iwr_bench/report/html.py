@@ -47,7 +47,7 @@ def _table(rows: Sequence[Row], skip: Sequence[str] = ()) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-class _Images:
+class Images:
     """Downscaled copies of images under ``<out>/img``, each made once."""
 
     def __init__(self, out: Path) -> None:
@@ -114,7 +114,7 @@ def frame_moments(task: Task, frame_hashes: Sequence[str]) -> list[int]:
     return moments
 
 
-def _frames(run: RunData, task: Task | None, images: _Images) -> tuple[list[str], list[int]]:
+def _frames(run: RunData, task: Task | None, images: Images) -> tuple[list[str], list[int]]:
     """Paths of the task's sampled frames (copied) and each action's moment."""
     if task is None or not task.video.is_file():
         return [], []
@@ -134,7 +134,7 @@ def _img(rel: str | None, caption: str) -> str:
 
 
 def _action_row(
-    a: ActionRecord, r: Result, task: Task | None, images: _Images, frames: list[str], moments: list[int]
+    a: ActionRecord, r: Result, task: Task | None, images: Images, frames: list[str], moments: list[int]
 ) -> str:
     status = a.status if not a.failure else f"{a.status}: {a.failure}"
     grounded = ""
@@ -181,7 +181,7 @@ def _action_row(
     )
 
 
-def _pair(run: RunData, r: Result, images: _Images, frames: list[str], moments: list[int]) -> str:
+def _pair(run: RunData, r: Result, images: Images, frames: list[str], moments: list[int]) -> str:
     info = run.tasks[r.task_id]
     task = info.task
     s = r.score
@@ -278,7 +278,7 @@ def write_html(
 ) -> Path:
     """Write ``out/index.html`` and its images; returns the page's path."""
     out.mkdir(parents=True, exist_ok=True)
-    images = _Images(out)
+    images = Images(out)
     pairs: list[str] = []
     for tid in run.task_ids:
         task = run.tasks[tid].task
