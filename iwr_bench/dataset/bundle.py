@@ -15,6 +15,7 @@ included) stay out of ``assets/`` and the contact sheets.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -127,3 +128,15 @@ def asset_paths(site: Path, bundle: list[str]) -> list[str]:
 def anonymise(paths: list[str]) -> dict[str, str]:
     """Map site-relative asset paths to ``001.png``, ``002.svg``, ... in the given order."""
     return {rel: f"{n:03d}{Path(rel).suffix.lower()}" for n, rel in enumerate(paths, start=1)}
+
+
+MUTANT_RECORD = "mutant.json"
+"""The manifest of a mutant folder (kind, description, expected first failure, edited files)."""
+
+
+def mutant_page(mutant: Path, reference: Path, dest: Path) -> Path:
+    """Materialise a mutant page in ``dest``: the task's reference bundle with the mutant's edited
+    files put over it (its ``mutant.json`` stays out); returns ``dest``."""
+    shutil.copytree(reference, dest, dirs_exist_ok=True)
+    shutil.copytree(mutant, dest, ignore=shutil.ignore_patterns(MUTANT_RECORD), dirs_exist_ok=True)
+    return dest

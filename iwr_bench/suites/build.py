@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, Field, TypeAdapter
 
 from iwr_bench.agents.proof import OracleProver
+from iwr_bench.dataset.bundle import MUTANT_RECORD
 from iwr_bench.dataset.layout import REFERENCE_DIR
 from iwr_bench.dataset.recorder import RecordConfig, RecordError, record
 from iwr_bench.dataset.script import load_script
@@ -32,8 +33,6 @@ HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "sources"
 SAMPLE = HERE / "sample"
 MUTANTS = HERE / "sample-mutants"
-MUTANT_RECORD = "mutant.json"
-"""The manifest of a mutant folder (kind, description, expected first failure, edited files)."""
 
 MutantKind = Literal[
     "handler_removed", "label_changed", "off_by_one", "layout_changed", "rule_changed", "hidden_leftovers"
@@ -91,14 +90,6 @@ def apply_mutant(files: dict[str, str], mutant: Mutant) -> dict[str, str]:
             )
         edited[rep.file] = text.replace(rep.old, rep.new)
     return edited
-
-
-def mutant_page(mutant: Path, reference: Path, dest: Path) -> Path:
-    """Materialise a mutant page in ``dest``: the task's reference bundle with the mutant's edited
-    files put over it (``mutant.json`` stays out); returns ``dest``."""
-    shutil.copytree(reference, dest, dirs_exist_ok=True)
-    shutil.copytree(mutant, dest, ignore=shutil.ignore_patterns(MUTANT_RECORD), dirs_exist_ok=True)
-    return dest
 
 
 def write_mutants(source: Path, task_id: int, reference: Path, dest: Path) -> int:

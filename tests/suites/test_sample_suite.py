@@ -39,11 +39,8 @@ def test_every_task_has_at_least_two_mutants_with_manifests() -> None:
             assert manifest["task_id"] == task.id
             first = manifest["expected_first_failure"]
             assert first is None or 0 <= first < len(task.record.action_sequence)
-            if "files" in manifest:  # an edited copy of the recorded bundle, served at its own paths
-                for name in manifest["files"]:
-                    assert (folder / name).read_text() != (task.folder / "reference" / name).read_text()
-            else:  # recorded before bundles: one page with asset paths rewritten to the placeholder
-                assert (
-                    "__PLACEHOLDER_ASSETS_BASE_DIR__/" in (folder / "index.html").read_text()
-                    or not task.asset_files
-                )
+            # Only the edited files are kept; the page is the reference bundle with them over it.
+            kept = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+            assert kept == sorted([*manifest["files"], "mutant.json"])
+            for name in manifest["files"]:
+                assert (folder / name).read_text() != (task.folder / "reference" / name).read_text()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai._run_context import RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -41,7 +42,8 @@ from pydantic_ai.settings import ModelSettings
 from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.records import ActionRecord, FailureClass, Replay, Verdict
-from iwr_bench.dataset.layout import Task
+from iwr_bench.dataset.bundle import mutant_page
+from iwr_bench.dataset.layout import REFERENCE_DIR, Task
 from iwr_bench.errors import UserError
 from iwr_bench.registry import build, factory_of, names, parameters
 from iwr_bench.tools.pool import PagePool
@@ -307,7 +309,9 @@ class Case(BaseModel):
     kind: str
     """``reference``, or the mutant's kind (``label_changed``, ``handler_removed``, ...)."""
     page: Path
-    """The page (``index.html`` or its folder)."""
+    """The page (``index.html`` or its folder); for a mutant, its folder of edited files."""
+    bundle: Path | None = None
+    """For a mutant: the task's reference bundle its edited files go over (see ``mutant_page``)."""
     expected_first_failure: int | None
     """0-based index of the first action that must fail; None: every action must pass (IFS 100)."""
     expected_reason: FailureClass | None
@@ -330,15 +334,17 @@ def reference_cases(tasks: Sequence[Task]) -> list[Case]:
     ]
 
 
-def _mutant(folder: Path, task_id: int) -> Case:
+def _mutant(folder: Path, task: Task) -> Case:
     meta = folder / "mutant.json"
+    reference = task.folder / REFERENCE_DIR
     try:
         data: dict[str, Any] = json.loads(meta.read_text(encoding="utf-8"))
         return Case(
-            task_id=task_id,
+            task_id=task.id,
             name=folder.name,
             kind=str(data.get("kind") or "mutant"),
-            page=folder / "index.html",
+            page=folder,
+            bundle=reference if reference.is_dir() else None,
             expected_first_failure=data["expected_first_failure"],
             expected_reason=data.get("expected_reason"),
         )
@@ -348,7 +354,9 @@ def _mutant(folder: Path, task_id: int) -> Case:
 
 
 def mutant_cases(root: Path, tasks: Sequence[Task]) -> list[Case]:
-    """Cases ``<root>/<task id>/<name>/`` holding ``index.html`` and ``mutant.json``, for the given tasks.
+    """Cases ``<root>/<task id>/<name>/`` holding ``mutant.json`` and the mutant's files, for the given
+    tasks. A mutant is the task's reference bundle with its files put over it (a folder holding a
+    whole page works too).
 
     Raises:
         UserError: when ``root`` is not a folder, or a ``mutant.json`` lacks its expectation.
@@ -361,8 +369,9 @@ def mutant_cases(root: Path, tasks: Sequence[Task]) -> list[Case]:
         if not folder.is_dir():
             continue
         for sub in sorted(folder.iterdir()):
-            if (sub / "index.html").is_file() and (sub / "mutant.json").is_file():
-                cases.append(_mutant(sub, task.id))
+            has_page = (sub / "index.html").is_file() or (task.folder / REFERENCE_DIR).is_dir()
+            if has_page and (sub / "mutant.json").is_file():
+                cases.append(_mutant(sub, task))
     return cases
 
 
@@ -550,8 +559,14 @@ async def judge_cases(
         evidence = run.evidence / _slug(spec.label) / f"r{repeat}" / str(case.task_id) / _slug(case.name)
         start = time.perf_counter()
         try:
+            page = case.page
+            if case.bundle is not None:  # the mutant's files over the reference bundle
+                dest = run.evidence / "pages" / str(case.task_id) / _slug(case.name)
+                if not dest.is_dir():
+                    await anyio.to_thread.run_sync(mutant_page, case.page, case.bundle, dest)
+                page = dest
             with anyio.fail_after(run.case_timeout_s):
-                replay = await executor.replay(task, case.page, evidence)
+                replay = await executor.replay(task, page, evidence)
             result = case_result(spec.label, repeat, case, replay, evidence)
         except TimeoutError:
             result = _crashed(spec.label, repeat, case, task, f"timeout after {run.case_timeout_s:g} s")
