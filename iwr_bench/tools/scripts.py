@@ -441,7 +441,8 @@ _VISIBLE_TEXT = r"""
     if (!extras.length) return;
     const FOLLOWING = Node.DOCUMENT_POSITION_FOLLOWING;
     runs.push(...extras);
-    runs.sort((a, b) => a.node === b.node ? 0 : (a.node.compareDocumentPosition(b.node) & FOLLOWING ? -1 : 1));
+    runs.sort((a, b) =>
+      a.node === b.node ? 0 : (a.node.compareDocumentPosition(b.node) & FOLLOWING ? -1 : 1));
   };
   let truncated = false, nodes = 0;
   const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
@@ -519,4 +520,5 @@ def visible_text_script(max_runs: int, max_text: int, annotate: bool = False) ->
     along its ancestor chain, not clipped away by an ``overflow`` box, and on top at its own
     position (hit-tested with ``elementsFromPoint``; elements that paint nothing are looked through).
     """
-    return _VISIBLE_TEXT % {"maxruns": max_runs, "maxtext": max_text, "annotate": "true" if annotate else "false"}
+    flag = "true" if annotate else "false"
+    return _VISIBLE_TEXT % {"maxruns": max_runs, "maxtext": max_text, "annotate": flag}

@@ -1,8 +1,9 @@
 """The browser tools: small typed async functions over one sandboxed tab.
 
 ``observe``, ``visible_text``, ``text_snapshot``, ``click``, ``type``, ``press``, ``scroll``,
-``hover``, ``screenshot`` and ``page_state`` are methods of :class:`PageTools`. Each call runs under the page's action timeout: a page that does
-not answer in time is marked failed (``timeout``) and the call raises
+``hover``, ``screenshot`` and ``page_state`` are methods of :class:`PageTools`. Each call runs under
+the page's action timeout: a page that does not answer in time is marked failed (``timeout``) and
+the call raises
 :class:`~iwr_bench.tools.errors.PageFailure`; misuse the agent can fix raises
 :class:`~iwr_bench.tools.errors.ToolRetry`.
 """
