@@ -29,7 +29,7 @@ from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.judge_model import Get, Put, StoredModel
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
-from iwr_bench.registry import build, factory_of, origin_of, parameters
+from iwr_bench.registry import build, capability, factory_of, origin_of, parameters
 
 
 class JudgeSet:
@@ -105,10 +105,10 @@ class DeadlineGrounder(_Deadline):
 
     step = "grounder call"
 
-    @property
-    def wants_screenshot(self) -> bool:
+    def __init__(self, inner: Any, seconds: float, background: Background) -> None:
+        super().__init__(inner, seconds, background)
+        self.wants_screenshot: bool = bool(capability(inner, Grounder, "wants_screenshot"))
         """Whether the wrapped grounder wants a screenshot with the observation."""
-        return bool(getattr(self.inner, "wants_screenshot", False))
 
     async def __call__(self, request: GroundingRequest) -> Grounding:
         """Ground within the deadline (raises ``StepTimeout`` past it)."""
