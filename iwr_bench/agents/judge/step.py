@@ -68,8 +68,10 @@ class StepOutcome(BaseModel):
 class StepJudge(Protocol):
     """Performs one recorded action on the live page and judges its assertion."""
 
-    name: str
-    """Recorded as the judge of each verdict and grounding."""
+    @property
+    def name(self) -> str:
+        """Recorded as the judge of each verdict and grounding."""
+        ...
 
     async def __call__(self, request: StepRequest) -> StepOutcome:
         """Perform and judge one action; never raise for a model failure (answer it as an outcome)."""
