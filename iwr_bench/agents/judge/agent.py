@@ -119,7 +119,8 @@ async def _record(ctx: RunContext[_Step], events: AsyncIterable[AgentStreamEvent
     async for event in events:
         result = ""
         if isinstance(event, FunctionToolCallEvent):
-            step.pending[event.tool_call_id] = f"{event.part.tool_name}({event.part.args_as_json_str()})"
+            args = ", ".join(f"{k}={v!r}" for k, v in event.part.args_as_dict().items())
+            step.pending[event.tool_call_id] = f"{event.part.tool_name}({args})"
         elif isinstance(event, FunctionToolResultEvent):
             part = event.part
             retried = part.outcome != "success"
