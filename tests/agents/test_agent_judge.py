@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from anyio.from_thread import start_blocking_portal
-from fake_openai import FakeOpenAI, Reply, serve
+from fake_openai import FakeOpenAI, Reply
 from judge_site import MUTANTS, SITE, write_page
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
@@ -25,18 +24,16 @@ from iwr_bench.agents.grounding import HeuristicGrounder, element_label
 from iwr_bench.agents.judge.agent import AgentStepJudge
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
 from iwr_bench.agents.judge.executor import Executor
-from iwr_bench.agents.judge.replay import DefaultReplay, Performed
-from iwr_bench.cli import main
+from iwr_bench.agents.judge.replay import DefaultReplay
 from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import Action
 from iwr_bench.engine.config import JudgeSettings
 from iwr_bench.engine.judges import build_judges
 from iwr_bench.engine.limits import Limits
-from iwr_bench.engine.store import RunStore
-from iwr_bench.registry import create, describe, names, register
+from iwr_bench.plugins import PageTools, Performed, create, names, register
+from iwr_bench.registry import describe
 from iwr_bench.tools.models import Observation
 from iwr_bench.tools.pool import PagePool
-from iwr_bench.tools.tools import PageTools
 
 browser = [pytest.mark.browser, pytest.mark.anyio]
 Events = list[tuple[str, dict[str, object]]]
@@ -306,66 +303,3 @@ async def test_step_judge_from_run_settings_over_openai_http(
         "click",
         "final_result",
     }
-
-
-@pytest.fixture
-def threaded_fake(allow_requests: None) -> Iterator[FakeOpenAI]:
-    """The fake server on its own event loop thread (the CLI runs its own loop)."""
-    with (
-        start_blocking_portal("asyncio") as portal,
-        portal.wrap_async_context_manager(serve(FakeOpenAI())) as fake,
-    ):
-        yield fake
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_iwr_run_with_the_agent_step_judge(
-    tmp_path: Path, threaded_fake: FakeOpenAI, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # Task 101: two scrolls, then a click the scripted agent gives up on.
-    give_up = {"reasoning": "could not find the story button", "performed": False, "verdict": "undetermined"}
-    threaded_fake.replies = [
-        _call("scroll"),
-        _answer(),
-        _call("scroll"),
-        _answer(),
-        _call("observe"),
-        _call("final_result", give_up),
-    ]
-    run_file = tmp_path / "agent.toml"
-    run_file.write_text(
-        f"""
-tasks = "builtin"
-only = [101]
-[[models]]
-name = "oracle"
-[judge]
-model = "judge-vlm"
-base_url = "{threaded_fake.url}"
-[judge.step]
-name = "agent"
-options = {{ max_steps = 5 }}
-[limits]
-browser_pages = 1
-""",
-        encoding="utf-8",
-    )
-    run = tmp_path / "run"
-    assert main(["run", "-c", str(run_file), "--out", str(run), "--quiet"]) == 0
-    capsys.readouterr()
-    store = RunStore.open_run(run, readonly=True)
-    try:
-        designs = store.manifest()["judges"]["designs"]
-    finally:
-        store.close()
-    assert designs["step"]["name"] == "agent" and designs["step"]["options"] == {"max_steps": 5}
-    evaluation = json.loads((run / "judged" / "101" / "oracle" / "eval.json").read_text())
-    replay = evaluation["replay"]
-    actions = replay["actions"]
-    assert replay["success_steps"] == 2 and actions[2]["failure"] == "element_not_found"
-    assert "could not find the story button" in actions[2]["message"]
-    assert actions[0]["tool_calls"][0].startswith("scroll() -> done")
-    assert actions[0]["scroll_moved_px"] > 5 and actions[0]["budget"]["max_steps"] == 5
-    assert len(threaded_fake.requests) == 6

@@ -27,7 +27,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, BinaryContent, FunctionToolset, ModelRetry, RunContext
 from pydantic_ai.exceptions import AgentRunError, ModelAPIError, RunCancelled, UsageLimitExceeded
-from pydantic_ai.messages import AgentStreamEvent, FunctionToolCallEvent, FunctionToolResultEvent, UserContent
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    FunctionToolCallEvent,
+    FunctionToolResultEvent,
+    ToolCallPart,
+    UserContent,
+)
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage, UsageLimits
@@ -102,6 +108,15 @@ def _summary(content: Any) -> str:
     return text[:160] + ("..." if len(text) > 160 else "")
 
 
+def _call_text(part: ToolCallPart) -> str:
+    """``click(index=3)``: a tool call as the action record keeps it."""
+    try:
+        args = ", ".join(f"{k}={v!r}" for k, v in part.args_as_dict().items())
+    except ValueError:  # arguments that are not a JSON object: kept as sent (the call is retried)
+        args = part.args_as_json_str()[:120]
+    return f"{part.tool_name}({args})"
+
+
 def _labels_from_snapshot(text: str) -> dict[int, str]:
     found: dict[int, str] = {}
     for line in text.splitlines():
@@ -119,8 +134,7 @@ async def _record(ctx: RunContext[_Step], events: AsyncIterable[AgentStreamEvent
     async for event in events:
         result = ""
         if isinstance(event, FunctionToolCallEvent):
-            args = ", ".join(f"{k}={v!r}" for k, v in event.part.args_as_dict().items())
-            step.pending[event.tool_call_id] = f"{event.part.tool_name}({args})"
+            step.pending[event.tool_call_id] = _call_text(event.part)
         elif isinstance(event, FunctionToolResultEvent):
             part = event.part
             retried = part.outcome != "success"
