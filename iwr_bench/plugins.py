@@ -17,7 +17,12 @@ role's Protocol (one ``async __call__``)::
         return FirstElement()
 
 Roles: ``grounder`` (:class:`Grounder`), ``assertions`` (:class:`AssertionJudge`), ``rubric``
-(:class:`RubricJudgeRole`), ``generator`` (:class:`Generator`) and ``metric`` (:class:`PairMetric`).
+(:class:`RubricJudgeRole`), ``step`` (:class:`StepJudge`: performs and judges a whole action with
+the page's tools, in place of a grounder and an assertion judge), ``replay`` (:class:`ReplayPolicy`:
+how a Scroll or Press is performed and counted), ``generator`` (:class:`Generator`) and ``metric``
+(:class:`PairMetric`). Capabilities a role's Protocol declares with a default (``wants_screenshot``
+of a grounder, ``text_from_grounder`` and ``unsure_verdict_passes`` of a replay policy) may be left
+out by a design; :func:`capability` reads them.
 Factory parameters are the design's options (``[judge.grounder] options = {...}`` in a run file);
 a factory that declares ``judge_model``, ``votes`` or ``retries`` receives the run's judge model
 (a pydantic-ai ``Model`` whose answers the run keeps) and settings.
@@ -43,14 +48,31 @@ from iwr_bench.agents.grounding import (
     is_editable,
     split_quoted,
 )
-from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict, Verdict
+from iwr_bench.agents.judge.records import (
+    AssertionJudge,
+    AssertionRequest,
+    AssertionVerdict,
+    StepBudget,
+    Verdict,
+)
+from iwr_bench.agents.judge.replay import Performed, ReplayPolicy
 from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
 from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import ActionType
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.pair import PairMetric
-from iwr_bench.registry import CONTEXT_PARAMETERS, ENTRY_POINT_GROUP, Spec, create, names, register
-from iwr_bench.tools.models import BoundingBox, Element, Observation
+from iwr_bench.registry import (
+    CONTEXT_PARAMETERS,
+    ENTRY_POINT_GROUP,
+    Spec,
+    capability,
+    create,
+    names,
+    register,
+)
+from iwr_bench.tools.models import BoundingBox, Element, Observation, TextSnapshot
+from iwr_bench.tools.tools import PageTools
 
 
 class RubricJudgeRole(Protocol):
@@ -80,13 +102,22 @@ __all__ = [
     "Grounding",
     "GroundingRequest",
     "Observation",
+    "PageTools",
     "PairMetric",
+    "Performed",
+    "ReplayPolicy",
     "RubricJudgeRole",
     "RubricResult",
     "Spec",
+    "StepBudget",
+    "StepJudge",
+    "StepOutcome",
+    "StepRequest",
     "Task",
+    "TextSnapshot",
     "UserError",
     "Verdict",
+    "capability",
     "create",
     "element_kind",
     "element_label",

@@ -50,6 +50,8 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "grounder": ("iwr_bench.agents.grounding", "iwr_bench.agents.grounding_llm"),
     "assertions": ("iwr_bench.agents.judge.assertions", "iwr_bench.agents.judge.llm"),
     "rubric": ("iwr_bench.agents.judge.rubric",),
+    "replay": ("iwr_bench.agents.judge.replay",),
+    "step": ("iwr_bench.agents.judge.agent",),
     "metric": ("iwr_bench.metrics.pair",),
 }
 """Modules whose import registers the built-in factories of each role (loaded on first lookup)."""
@@ -168,6 +170,11 @@ def register(role: str, name: str) -> Callable[[F], F]:
         return factory
 
     return decorate
+
+
+def capability(design: object, protocol: type, name: str) -> Any:
+    """A capability ``design`` declares (e.g. ``wants_screenshot``), else its role Protocol's default."""
+    return getattr(design, name, getattr(protocol, name))
 
 
 def names(role: str) -> list[str]:

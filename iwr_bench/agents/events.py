@@ -9,7 +9,8 @@ Kinds agents emit (the engine turns them into typed events):
 - ``action_started``, ``action_grounded``, ``action_finished``, ``assertion_verdict`` (executor);
 - ``judge_delta``: ``{"role": "grounder" | "assertions" | "rubric", "text": str}``, a piece of
   a judge model's streamed reasoning or answer;
-- ``judge_tool_call``: ``{"role": ..., "tool": str, "args": str}``, a tool a judge agent called;
+- ``judge_tool_call``: ``{"role": ..., "tool": str, "args": str}``, a tool a judge agent called,
+  and ``{"role": ..., "tool": str, "result": str}`` once it returned (a short summary);
 - ``judge_retry``: ``{"role": ..., "attempt": int, "error": str}``, an answer that was retried.
 """
 

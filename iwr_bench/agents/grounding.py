@@ -145,6 +145,10 @@ class Grounding(BaseModel):
 class Grounder(Protocol):
     """Maps a description to an element."""
 
+    wants_screenshot: bool = False
+    """Capability: the executor attaches a viewport screenshot to each request (a design that does
+    not declare it gets none)."""
+
     async def __call__(self, request: GroundingRequest) -> Grounding:
         """Ground the request's description on its observation."""
         ...
@@ -267,6 +271,7 @@ class HeuristicGrounder:
     """Offline, deterministic grounding by lexical, role and (optionally) semantic matching."""
 
     name = "heuristic"
+    wants_screenshot: bool = False
 
     def __init__(
         self,

@@ -174,7 +174,9 @@ async def _judge_all(
     results: list[Evaluation] = []
     pool_config = PoolConfig(size=args.pages_at_once, settle=SettleConfig(mode=settle))
     async with judges, PagePool(pool_config) as pool:
-        executor = Executor(pool, judges.grounder, judges.assertions, config)
+        executor = Executor(
+            pool, judges.grounder, judges.assertions, config, policy=judges.replay, step=judges.step
+        )
 
         async def one(task: Task, model: str) -> None:
             folder = model_folder(args.pages, task.id, model)

@@ -124,6 +124,12 @@ class JudgeSettings(BaseModel):
     rubric: RoleSettings | None = None
     """Rubric (HVS) judge; a plain model name means the ``llm`` rubric on that model; None: HVS
     unavailable."""
+    step: RoleSettings | None = None
+    """Step judge (e.g. ``[judge.step] name = "agent"``): performs and judges whole actions with the
+    page's tools, instead of the grounder and the assertion judge. None: not used."""
+    replay: RoleSettings | None = None
+    """Replay policy (how a Scroll or Press is performed and counted); None: ``default``, or
+    ``official`` under the official protocol."""
     model: str = ""
     """Judge model given to designs that take one (the llm grounder and judges)."""
     base_url: str = ""
@@ -155,10 +161,12 @@ class JudgeSettings(BaseModel):
         return out
 
     def roles(self) -> dict[str, RoleSettings]:
-        """The configured roles by name (``grounder``, ``assertions`` and, if set, ``rubric``)."""
+        """The configured roles by name (``grounder``, ``assertions`` and, if set, ``rubric``, ``step``,
+        ``replay``)."""
         found = {"grounder": self.grounder, "assertions": self.assertions}
-        if self.rubric is not None:
-            found["rubric"] = self.rubric
+        for role, chosen in (("rubric", self.rubric), ("step", self.step), ("replay", self.replay)):
+            if chosen is not None:
+                found[role] = chosen
         return found
 
 

@@ -164,6 +164,8 @@ class JudgeToolCall(_Event):
     role: str
     tool: str
     args: str = ""
+    result: str = ""
+    """Set on the second event of a call, when it has returned: a short summary of its result."""
 
 
 class JudgeRetry(_Event):

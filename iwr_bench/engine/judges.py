@@ -23,13 +23,15 @@ from pydantic_ai.models import Model
 from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
+from iwr_bench.agents.judge.replay import ReplayPolicy
 from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
 from iwr_bench.engine.config import JudgeSettings, RoleSettings
 from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.judge_model import Get, Put, StoredModel
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
-from iwr_bench.registry import build, factory_of, origin_of, parameters
+from iwr_bench.registry import build, capability, factory_of, origin_of, parameters
 
 
 class JudgeSet:
@@ -43,10 +45,16 @@ class JudgeSet:
         *,
         models: list[Model] | None = None,
         description: dict[str, Any] | None = None,
+        step: StepJudge | None = None,
+        replay: ReplayPolicy | None = None,
     ) -> None:
         self.grounder = grounder
         self.assertions = assertions
         self.rubric = rubric
+        self.step = step
+        """The step judge (``[judge.step]``), which then performs and judges every action."""
+        self.replay = replay
+        """The replay policy (``[judge.replay]``); None: the protocol's built-in one."""
         self.models = models or []
         self._description = description or {}
         self._stack = AsyncExitStack()
@@ -59,6 +67,7 @@ class JudgeSet:
             "rubric": None
             if self.rubric is None
             else getattr(self.rubric, "name", type(self.rubric).__name__),
+            **({} if self.step is None else {"step": self.step.name}),
             **self._description,
         }
 
@@ -71,6 +80,8 @@ class JudgeSet:
             rubric,
             models=self.models,
             description=self._description,
+            step=None if self.step is None else DeadlineStep(self.step, seconds, background),
+            replay=self.replay,
         )
 
     async def __aenter__(self) -> JudgeSet:
@@ -105,10 +116,10 @@ class DeadlineGrounder(_Deadline):
 
     step = "grounder call"
 
-    @property
-    def wants_screenshot(self) -> bool:
+    def __init__(self, inner: Any, seconds: float, background: Background) -> None:
+        super().__init__(inner, seconds, background)
+        self.wants_screenshot: bool = bool(capability(inner, Grounder, "wants_screenshot"))
         """Whether the wrapped grounder wants a screenshot with the observation."""
-        return bool(getattr(self.inner, "wants_screenshot", False))
 
     async def __call__(self, request: GroundingRequest) -> Grounding:
         """Ground within the deadline (raises ``StepTimeout`` past it)."""
@@ -124,6 +135,17 @@ class DeadlineAssertions(_Deadline):
     async def __call__(self, request: AssertionRequest) -> AssertionVerdict:
         """Judge within the deadline (raises ``StepTimeout`` past it)."""
         judge: AssertionJudge = self.inner
+        return await self.background.call(self.step, self.seconds, lambda: judge(request))
+
+
+class DeadlineStep(_Deadline):
+    """A :class:`~iwr_bench.agents.judge.step.StepJudge` whose calls (one whole action) have a deadline."""
+
+    step = "step judge call"
+
+    async def __call__(self, request: StepRequest) -> StepOutcome:
+        """Perform and judge within the deadline (raises ``StepTimeout`` past it)."""
+        judge: StepJudge = self.inner
         return await self.background.call(self.step, self.seconds, lambda: judge(request))
 
 
@@ -208,5 +230,11 @@ def build_judges(settings: JudgeSettings, limits: Limits, get: Get, put: Put) ->
         description["judge_base_url"] = settings.base_url
     description["votes"] = settings.votes
     return JudgeSet(
-        built["grounder"], built["assertions"], built.get("rubric"), models=models, description=description
+        built["grounder"],
+        built["assertions"],
+        built.get("rubric"),
+        models=models,
+        description=description,
+        step=built.get("step"),
+        replay=built.get("replay"),
     )

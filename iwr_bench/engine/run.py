@@ -858,6 +858,8 @@ class Engine:
                 protocol=self.config.protocol,
             ),
             emit=self._agent_sink(jid, f"{rel}/evidence"),
+            policy=self.judges.replay,
+            step=self.judges.step,
         )
         evaluation: Evaluation | None = None
         watch: JobWatch | None = None

@@ -155,6 +155,12 @@ def _action_row(
         )
     message = f"<div class='msg'>{_e(a.message)}</div>" if a.message else ""
     calls = f"<div class='calls'>{_e(' · '.join(a.tool_calls))}</div>" if a.tool_calls else ""
+    if a.budget is not None:
+        b = a.budget
+        tokens = f"{b.tokens}/{b.max_tokens}" if b.max_tokens is not None else str(b.tokens)
+        hit = f", {b.exhausted} budget exhausted" if b.exhausted else ""
+        used = f"{b.steps}/{b.max_steps} tool calls, {tokens} tokens{hit}"
+        calls += f"<div class='calls'>budget: {_e(used)}</div>"
     pics: list[str] = []
     checkpoint = task.checkpoint_after(a.index) if task is not None else None
     if checkpoint is not None:

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as McpToolError
 
 from iwr_bench.tools.errors import PageFailure, ToolRetry
-from iwr_bench.tools.models import ActionResult, Observation, PageSpec, PageState, ScrollResult
+from iwr_bench.tools.models import ActionResult, Observation, PageSpec, PageState, ScrollResult, TextSnapshot
 from iwr_bench.tools.pool import PagePool, PoolConfig
 from iwr_bench.tools.tools import Direction, PageTools
 
@@ -68,6 +68,13 @@ def build_mcp_server(spec: PageSpec, config: PoolConfig | None = None) -> MCPSer
     async def observe() -> Observation:
         """List the page's interactive elements (with indices) and its visible text."""
         return await _call(holder.get().observe())
+
+    @mcp.tool()
+    async def text_snapshot(max_chars: int = 4000) -> TextSnapshot:
+        """The visible text in reading order, one block per line: "[index] role: text" inside interactive
+        elements (the index click/type/hover take), "role: text" elsewhere; hidden and off-screen text
+        left out, cut at max_chars characters with a note."""
+        return await _call(holder.get().text_snapshot(max_chars))
 
     @mcp.tool()
     async def click(index: int) -> ActionResult:

@@ -301,6 +301,13 @@ class TextRun(BaseModel):
     """Union of the visible parts, in viewport pixels."""
     on_screen: bool = True
     """Inside the viewport and on top; False for text on the page that only scrolling would show."""
+    role: str | None = None
+    """Role of the block (ARIA, or implied by its tag: heading, paragraph, listitem, ...); ``control``
+    for an interactive element that holds no text (an input, a select). Only in a text snapshot."""
+    index: int | None = None
+    """Index (from ``observe``) of the interactive element that holds this text. Only in a text snapshot."""
+    state: str | None = None
+    """That element's state when it has one (``checked``, ``disabled``, ``expanded=true``)."""
 
 
 class VisibleText(BaseModel):
@@ -312,3 +319,25 @@ class VisibleText(BaseModel):
     """The on-screen runs' texts joined by newlines."""
     truncated: bool = False
     """True when the page held more text than the limits."""
+
+
+class TextSnapshot(BaseModel):
+    """The page as text: what a person sees in the viewport, block by block in reading order.
+
+    Each line is ``[index] role: text`` for text inside an interactive element (the index is the
+    one ``click``/``type``/``hover`` take, from the ``observe`` the snapshot made) and ``role: text``
+    for the rest. Hidden, covered and off-screen text is left out.
+    """
+
+    url: str
+    """Current URL."""
+    title: str
+    """``document.title``."""
+    text: str
+    """The snapshot, one block per line (cut at ``max_chars``, with a note saying so)."""
+    lines: int
+    """Blocks shown."""
+    off_screen: int = 0
+    """Blocks on the page that only scrolling would show (not in ``text``)."""
+    truncated: bool = False
+    """True when the snapshot was cut to its size limit (or the page held more text than the limits)."""

@@ -314,7 +314,7 @@ WAIT_FRAME = "new Promise((r) => requestAnimationFrame(() => requestAnimationFra
 
 _VISIBLE_TEXT = r"""
 (() => {
-  const MAXRUNS = %(maxruns)d, MAXTEXT = %(maxtext)d, MAXNODES = 20000;
+  const MAXRUNS = %(maxruns)d, MAXTEXT = %(maxtext)d, MAXNODES = 20000, ANNOTATE = %(annotate)s;
   const W = innerWidth, H = innerHeight;
   const body = document.body;
   if (!body) return { runs: [], text: '', truncated: false };
@@ -337,6 +337,11 @@ _VISIBLE_TEXT = r"""
     const p = m[1].split(/[\s,\/]+/).filter(Boolean);
     return p.length > 3 ? parseFloat(p[3]) * (p[3].endsWith('%%') ? 0.01 : 1) : 1;
   };
+  const ROLES = { H1: 'heading', H2: 'heading', H3: 'heading', H4: 'heading', H5: 'heading', H6: 'heading',
+    P: 'paragraph', LI: 'listitem', TD: 'cell', TH: 'columnheader', LABEL: 'label', CAPTION: 'caption',
+    FIGCAPTION: 'caption', LEGEND: 'legend', DT: 'term', DD: 'definition', BLOCKQUOTE: 'blockquote',
+    PRE: 'code', CODE: 'code', BUTTON: 'button', A: 'link', OPTION: 'option', SUMMARY: 'button',
+    NAV: 'navigation', HEADER: 'banner', FOOTER: 'contentinfo', DIALOG: 'dialog' };
   const opaqueTags = new Set(['IMG', 'CANVAS', 'VIDEO', 'SVG', 'IFRAME', 'INPUT', 'TEXTAREA', 'SELECT',
     'OBJECT', 'EMBED', 'svg']);
   const paints = (el) => {  // whether el paints something over what lies beneath it
@@ -424,6 +429,59 @@ _VISIBLE_TEXT = r"""
     return s.length > 160 ? s.slice(0, 159) + '\u2026' : s;
   };
   const runs = [], byEl = new Map(), offEl = new Map();
+  const annotate = (runs, onTop) => {  // roles, observe indices, and the controls that hold no text
+    const st = window.__iwr__ || { els: [] };
+    const index = new Map(st.els.map((e, i) => [e, i]));
+    const controlOf = (el) => {
+      for (let a = el, k = 0; a && a !== body && k < 6; a = a.parentElement, k++) {
+        if (index.has(a)) return a;
+      }
+      return null;
+    };
+    const stateOf = (el) => {
+      const bits = [];
+      if (el.type === 'checkbox' || el.type === 'radio') bits.push(el.checked ? 'checked' : 'not checked');
+      const pressed = el.getAttribute('aria-pressed') || el.getAttribute('aria-checked');
+      if (pressed) bits.push((el.getAttribute('aria-pressed') ? 'pressed=' : 'checked=') + pressed);
+      if (el.getAttribute('aria-expanded')) bits.push('expanded=' + el.getAttribute('aria-expanded'));
+      if (el.disabled || el.getAttribute('aria-disabled') === 'true') bits.push('disabled');
+      return bits.join(', ');
+    };
+    const claimed = new Set();
+    for (const r of runs) {
+      r.role = r.owner.getAttribute('role') || ROLES[r.owner.tagName] || 'text';
+      const control = controlOf(r.owner);
+      if (control) { r.index = index.get(control); r.state = stateOf(control); claimed.add(control); }
+    }
+    const extras = [];
+    for (const [el, i] of index) {
+      if (claimed.has(el) || !el.isConnected) continue;
+      const b = el.getBoundingClientRect();
+      if (b.width < 1 || b.height < 1 || b.bottom <= 0 || b.right <= 0 || b.top >= H || b.left >= W) continue;
+      if (!onTop(el, Math.min(Math.max(b.left + b.width / 2, 0), W - 1),
+                     Math.min(Math.max(b.top + b.height / 2, 0), H - 1))) continue;
+      let text = '';
+      if (el.tagName === 'SELECT') text = el.selectedIndex >= 0 ? el.options[el.selectedIndex].text : '';
+      else if (el.tagName === 'INPUT' && ['button', 'submit', 'reset'].includes(el.type)) text = el.value;
+      else if (el.tagName === 'TEXTAREA' || (el.tagName === 'INPUT' &&
+               !['checkbox', 'radio', 'range', 'color', 'file', 'image'].includes(el.type))) {
+        const hidden = el.type === 'password';
+        text = el.value ? (hidden ? '•'.repeat(el.value.length) : '"' + el.value + '"')
+                        : (el.placeholder ? '(empty; placeholder "' + el.placeholder + '")' : '(empty)');
+      }
+      const labels = el.labels && el.labels.length ? Array.from(el.labels, (l) => l.innerText).join(' ') : '';
+      if (!text) text = el.getAttribute('aria-label') || labels || el.getAttribute('title') ||
+                        el.getAttribute('alt') || '';
+      extras.push({ text, label: describe(el), tag: el.tagName.toLowerCase(), containers: [], on_screen: true,
+                    b: { left: b.left, top: b.top, right: b.right, bottom: b.bottom }, node: el, index: i,
+                    role: 'control', state: stateOf(el) });
+    }
+    if (!extras.length) return;
+    const FOLLOWING = Node.DOCUMENT_POSITION_FOLLOWING;
+    runs.push(...extras);
+    runs.sort((a, b) =>
+      a.node === b.node ? 0 : (a.node.compareDocumentPosition(b.node) & FOLLOWING ? -1 : 1));
+  };
   let truncated = false, nodes = 0;
   const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
@@ -456,13 +514,14 @@ _VISIBLE_TEXT = r"""
         const path = [];
         for (let a = owner, k = 0; a && k < 5; a = a.parentElement, k++) path.push(idOf(a));
         run = { text: '', label: describe(owner), tag: owner.tagName.toLowerCase(), containers: path,
-                b: box || off, on_screen: onScreen };
+                b: box || off, on_screen: onScreen, node: n, owner };
         key.set(owner, run); runs.push(run);
       } else {
         run.b = grow(run.b, box || off);
       }
       run.text += raw;
     }
+    if (ANNOTATE) annotate(runs, onTop);
   } finally {
     document.adoptedStyleSheets = sheets;
   }
@@ -470,26 +529,34 @@ _VISIBLE_TEXT = r"""
   const out = [];
   for (const r of runs) {
     let text = r.text.replace(/\s+/g, ' ').trim();
-    if (!text) continue;
+    if (!text && r.index === undefined) continue;
     if (total + text.length > MAXTEXT) {
       truncated = true;
       text = text.slice(0, Math.max(0, MAXTEXT - total));
+      if (!text) break;
     }
-    if (!text) break;
     total += text.length + 1;
-    out.push({ text, label: r.label, tag: r.tag, containers: r.containers, on_screen: r.on_screen,
-               box: { x: r.b.left, y: r.b.top, width: r.b.right - r.b.left, height: r.b.bottom - r.b.top } });
+    const run = { text, label: r.label, tag: r.tag, containers: r.containers, on_screen: r.on_screen,
+               box: { x: r.b.left, y: r.b.top, width: r.b.right - r.b.left, height: r.b.bottom - r.b.top } };
+    if (ANNOTATE) Object.assign(run, { role: r.role, index: r.index, state: r.state || null });
+    out.push(run);
   }
   return { runs: out, text: out.filter((r) => r.on_screen).map((r) => r.text).join('\n'), truncated };
 })()
 """
 
 
-def visible_text_script(max_runs: int, max_text: int) -> str:
+def visible_text_script(max_runs: int, max_text: int, annotate: bool = False) -> str:
     """Script returning the :class:`~iwr_bench.tools.models.VisibleText` fields as JSON.
+
+    With ``annotate`` each run also carries its role (ARIA or implied by its tag), the index of the
+    interactive element from the last ``observe`` that holds it (with that control's state), and
+    the visible controls that hold no text of their own (inputs, selects, icon buttons) are added
+    as runs, everything in document order.
 
     Only text a person can see counts: rendered, inside the viewport, not hidden or transparent
     along its ancestor chain, not clipped away by an ``overflow`` box, and on top at its own
     position (hit-tested with ``elementsFromPoint``; elements that paint nothing are looked through).
     """
-    return _VISIBLE_TEXT % {"maxruns": max_runs, "maxtext": max_text}
+    flag = "true" if annotate else "false"
+    return _VISIBLE_TEXT % {"maxruns": max_runs, "maxtext": max_text, "annotate": flag}

@@ -1,8 +1,9 @@
 """The browser tools: small typed async functions over one sandboxed tab.
 
-``observe``, ``click``, ``type``, ``press``, ``scroll``, ``hover``, ``screenshot`` and ``page_state``
-are methods of :class:`PageTools`. Each call runs under the page's action timeout: a page that does
-not answer in time is marked failed (``timeout``) and the call raises
+``observe``, ``visible_text``, ``text_snapshot``, ``click``, ``type``, ``press``, ``scroll``,
+``hover``, ``screenshot`` and ``page_state`` are methods of :class:`PageTools`. Each call runs under
+the page's action timeout: a page that does not answer in time is marked failed (``timeout``) and
+the call raises
 :class:`~iwr_bench.tools.errors.PageFailure`; misuse the agent can fix raises
 :class:`~iwr_bench.tools.errors.ToolRetry`.
 """
@@ -25,6 +26,8 @@ from iwr_bench.tools.models import (
     PageState,
     ScrollResult,
     SettleConfig,
+    TextRun,
+    TextSnapshot,
     VisibleText,
 )
 from iwr_bench.tools.settle import SettleAfter, settle
@@ -93,6 +96,36 @@ class PageTools:
             return VisibleText.model_validate(value)
 
         return await self._guard("visible_text", body)
+
+    async def text_snapshot(self, max_chars: int = 4000) -> TextSnapshot:
+        """The visible text as ``[index] role: text`` lines in reading order (see :class:`TextSnapshot`).
+
+        Observes first, so the indices are current; at most ``max_chars`` characters (then a note).
+        """
+        observation = await self.observe()
+
+        async def body() -> VisibleText:
+            script = scripts.visible_text_script(400, self.limits.max_text_chars, annotate=True)
+            value = await self.tab.evaluate(script)
+            if not isinstance(value, dict):
+                raise ToolRetry("the page did not return its text; try again")
+            return VisibleText.model_validate(value)
+
+        visible = await self._guard("text_snapshot", body)
+        roles = {e.index: e.role or e.tag for e in observation.elements}
+        shown = [r for r in visible.runs if r.on_screen]
+        text, cut = _snapshot_text([_snapshot_line(r, roles) for r in shown], max_chars)
+        off = len(visible.runs) - len(shown)
+        if off:
+            text += f"\n({off} more text block(s) on the page outside the viewport: scroll to read them)"
+        return TextSnapshot(
+            url=observation.url,
+            title=observation.title,
+            text=text,
+            lines=len(shown),
+            off_screen=off,
+            truncated=cut or visible.truncated,
+        )
 
     async def _point(self, index: int, select: bool = False) -> tuple[float, float, str]:
         if index < 0:
@@ -273,3 +306,24 @@ class PageTools:
             )
 
         return await self._guard("page_state", body)
+
+
+def _snapshot_line(run: TextRun, roles: dict[int, str]) -> str:
+    if run.index is None:
+        return f"{run.role or run.tag}: {run.text}"
+    role = roles.get(run.index) or run.role or run.tag
+    text = f": {run.text}" if run.text else ""
+    state = f" ({run.state})" if run.state else ""
+    return f"[{run.index}] {role}{text}{state}"
+
+
+def _snapshot_text(lines: list[str], max_chars: int) -> tuple[str, bool]:
+    """The lines joined, cut to ``max_chars`` at a line end when possible, with a note when cut."""
+    text = "\n".join(lines)
+    if len(text) <= max_chars:
+        return text, False
+    kept = text[:max_chars]
+    if "\n" in kept:
+        kept = kept[: kept.rindex("\n")]
+    shown = kept.count("\n") + 1 if kept else 0
+    return f"{kept}\n[... cut at {max_chars} characters: {len(lines) - shown} more line(s) not shown]", True

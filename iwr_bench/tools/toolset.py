@@ -26,8 +26,8 @@ async def _retryable(call: Awaitable[T]) -> T:
 
 
 def build_toolset(tools: PageTools, *, screenshot_after_actions: bool = False) -> FunctionToolset[Any]:
-    """A toolset with ``observe``, ``click``, ``type_text``, ``press``, ``scroll``, ``hover``,
-    ``screenshot`` and ``page_state`` over ``tools``.
+    """A toolset with ``observe``, ``text_snapshot``, ``click``, ``type_text``, ``press``, ``scroll``,
+    ``hover``, ``screenshot`` and ``page_state`` over ``tools``.
 
     Args:
         tools: The page to act on.
@@ -47,6 +47,17 @@ def build_toolset(tools: PageTools, *, screenshot_after_actions: bool = False) -
     async def observe() -> Observation:
         """List the page's interactive elements (with indices) and its visible text."""
         return await _retryable(tools.observe())
+
+    @toolset.tool_plain
+    async def text_snapshot(max_chars: int = 4000) -> str:
+        """The text a person sees in the viewport, one block per line in reading order:
+        ``[index] role: text`` inside interactive elements (indices for click/type/hover), ``role: text``
+        elsewhere. Hidden, covered and off-screen text is left out (scroll to read more).
+
+        Args:
+            max_chars: Longest snapshot returned; longer ones are cut with a note.
+        """
+        return (await _retryable(tools.text_snapshot(max_chars))).text
 
     @toolset.tool_plain
     async def click(index: int) -> ToolReturn | ActionResult:

@@ -271,7 +271,9 @@ class RunState:
                         action.stream_role = event.role
                     action.stream = (action.stream + event.text)[-STREAM_CHARS:]
             case JudgeToolCall():
-                if view is not None:
+                if view is not None and event.result:
+                    view.log.append(f"{event.role}: {event.tool} -> {event.result[:120]}")
+                elif view is not None:
                     view.log.append(f"{event.role}: {event.tool}({event.args[:120]})")
             case JudgeRetry():
                 if view is not None:

@@ -68,3 +68,35 @@ async def test_stdio_server_end_to_end(write_page: Callable[..., Path], tmp_path
 
         bad = await client.call_tool("click", {"index": 999}, raise_on_error=False)
         assert bad.is_error and "out of range" in str(bad.content[0])
+
+
+COUNTER = """<!doctype html><html><body><h1>Counter</h1><p>Count: <span id="n">0</span></p>
+<button onclick="const n = document.getElementById('n'); n.textContent = +n.textContent + 1">Increase</button>
+<p style="display: none">Count: 99</p><div style="height: 3000px"></div><p>Footer text</p></body></html>"""
+
+
+async def test_text_snapshot_tells_an_mcp_client_what_a_click_changed(
+    write_page: Callable[..., Path],
+) -> None:
+    page = write_page(COUNTER)
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "iwr_bench", "mcp", "serve", "--page", str(page.parent), "--resolution", "640x400"],
+        env=dict(os.environ),
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
+    async with Client(transport, timeout=60) as client:
+        before = (await client.call_tool("text_snapshot", {})).structured_content or {}
+        lines = before["text"].splitlines()
+        assert lines[:2] == ["heading: Counter", "paragraph: Count: 0"]
+        button = next(line for line in lines if line.endswith("button: Increase"))
+        index = int(button[1 : button.index("]")])  # "[0] button: Increase"
+        await client.call_tool("click", {"index": index})
+
+        after = (await client.call_tool("text_snapshot", {})).structured_content or {}
+        assert "paragraph: Count: 1" in after["text"].splitlines()
+        assert "99" not in after["text"] and "Footer text" not in after["text"]  # hidden, off-screen
+        assert after["off_screen"] == 1 and "scroll to read" in after["text"]
+
+        small = (await client.call_tool("text_snapshot", {"max_chars": 20})).structured_content or {}
+        assert small["truncated"] and small["text"].startswith("heading: Counter\n[... cut at 20")

@@ -5,19 +5,14 @@ answered "no", ends the successful prefix and every later action counts as faile
 the initial state and of the state after every action are written to the evidence folder before
 the record that names them is returned.
 
-Under ``protocol="official"`` (protocol.md section 6) four rules change, each on its own:
+How a Scroll or a Press is performed and counted, which text a Type enters and whether an unsure
+verdict passes are the replay policy's (the ``replay`` role, :mod:`iwr_bench.agents.judge.replay`):
+``default``, or ``official`` under ``protocol="official"`` (protocol.md section 6), unless the
+run names another. The fixed waits of the official scripts are a property of the page pool
+(``SettleConfig``).
 
-- Scroll always scrolls the window down by half ``window.innerHeight`` and succeeds iff
-  ``window.scrollY`` moved more than 5 px (no scroll container is looked for, ``direction`` is
-  ignored).
-- Press succeeds whenever a key is sent: a key name our key table does not know is sent as a raw
-  key event instead of failing. (An action that names no key at all, in ``key`` or in its
-  description, still fails: no key is sent.)
-- An assertion answered "error" or "undetermined" counts as a pass, whatever the run's policies say.
-- Type enters the text the grounder read from the description (``Grounding.text``), not
-  ``parameters.text``.
-
-The fixed waits of the official scripts are a property of the page pool (``SettleConfig``).
+With a step judge (the ``step`` role, :mod:`iwr_bench.agents.judge.step`) every action goes to it
+whole (find the target, act, judge the assertion) instead of to the grounder and assertion judge.
 """
 
 from __future__ import annotations
@@ -29,17 +24,21 @@ from typing import Literal
 from pydantic import BaseModel
 
 from iwr_bench.agents.events import Emit, emitting
-from iwr_bench.agents.grounding import Grounder, GroundingRequest
+from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.agents.judge.records import (
     ActionRecord,
     AssertionJudge,
     AssertionRequest,
+    AssertionVerdict,
     FailureClass,
     Replay,
 )
+from iwr_bench.agents.judge.replay import ReplayPolicy, policy_for
+from iwr_bench.agents.judge.step import StepJudge, StepRequest
 from iwr_bench.dataset.layout import Task
-from iwr_bench.dataset.models import Action, pressed_key, scroll_direction, scroll_region, typed_text
+from iwr_bench.dataset.models import Action, typed_text
 from iwr_bench.protocol import EvalProtocol
+from iwr_bench.registry import capability
 from iwr_bench.tools.errors import PageFailure, ToolRetry
 from iwr_bench.tools.models import PageSpec, Viewport, VisibleText
 from iwr_bench.tools.pool import PagePool
@@ -56,11 +55,12 @@ class ExecutorConfig(BaseModel):
     undetermined_policy: Policy = "pass"
     """What an assertion the judge cannot decide counts as."""
     scroll_min_px: float = 5.0
-    """A scroll succeeds only if the page moved more than this."""
+    """A scroll succeeds only if the page moved more than this (the built-in replay policies)."""
     retries_on_stale: int = 1
     """Re-observe and retry this many times when an element list went stale."""
     protocol: EvalProtocol = EvalProtocol.default
-    """``official``: the official scripts' scroll, press, assertion and typed-text rules (module doc)."""
+    """``official``: the official scripts' scroll, press, assertion and typed-text rules (the
+    ``official`` replay policy, unless the executor is given another)."""
 
 
 class _Failed(Exception):
@@ -74,7 +74,8 @@ def _no_emit(kind: str, data: dict[str, object]) -> None:
 
 
 class Executor:
-    """Replays tasks on pages with a grounder and an assertion judge."""
+    """Replays tasks on pages with a grounder and an assertion judge (or a step judge), under a
+    replay policy."""
 
     def __init__(
         self,
@@ -83,12 +84,17 @@ class Executor:
         assertions: AssertionJudge,
         config: ExecutorConfig | None = None,
         emit: Emit | None = None,
+        *,
+        policy: ReplayPolicy | None = None,
+        step: StepJudge | None = None,
     ) -> None:
         self.pool = pool
         self.grounder = grounder
         self.assertions = assertions
         self.config = config or ExecutorConfig()
         self.emit = emit or _no_emit
+        self.policy = policy or policy_for(self.config.protocol, self.config.scroll_min_px)
+        self.step = step
 
     async def replay(self, task: Task, page: Path | None, evidence: Path) -> Replay:
         """Replay ``task`` on ``page`` (a folder with index.html, or None when there is none)."""
@@ -130,15 +136,12 @@ class Executor:
                 {"index": i, "total": len(actions), "type": action.type, "description": record.description},
             )
             try:
-                before_text = (await tools.observe()).text if action.has_assertion else None
-                before = (before_text, await tools.visible_text() if action.has_assertion else None)
-                await self._perform(tools, action, record)
-                shot = await tools.screenshot()
-                record.after = _save(evidence, f"step_{i + 1}.png", shot)
-                if action.has_assertion:
-                    outcome = await self._assert(tools, action, record, before, shot, evidence)
-                    judge_errors += outcome == "error"
-                    undetermined += outcome == "undetermined"
+                if self.step is not None:
+                    outcome = await self._step(self.step, tools, action, record, evidence)
+                else:
+                    outcome = await self._act_and_judge(tools, action, record, evidence)
+                judge_errors += outcome == "error"
+                undetermined += outcome == "undetermined"
             except _Failed as exc:
                 record.status, record.failure, record.message = "failed", exc.failure, str(exc)
             except PageFailure as exc:
@@ -170,52 +173,65 @@ class Executor:
             undetermined=undetermined,
         )
 
-    @property
-    def official(self) -> bool:
-        """Whether the official scripts' rules apply."""
-        return self.config.protocol == EvalProtocol.official
+    async def _act_and_judge(
+        self, tools: PageTools, action: Action, record: ActionRecord, evidence: Path
+    ) -> str | None:
+        """Perform the action (grounder, tools, policy), then judge its assertion; the verdict or None."""
+        before_text = (await tools.observe()).text if action.has_assertion else None
+        before = (before_text, await tools.visible_text() if action.has_assertion else None)
+        await self._perform(tools, action, record)
+        shot = await tools.screenshot()
+        record.after = _save(evidence, f"step_{record.index + 1}.png", shot)
+        if not action.has_assertion:
+            return None
+        return await self._assert(tools, action, record, before, shot, evidence)
+
+    async def _step(
+        self, step: StepJudge, tools: PageTools, action: Action, record: ActionRecord, evidence: Path
+    ) -> str | None:
+        """Hand the whole action to the step judge; the verdict or None."""
+        if action.type not in ("Click", "Type", "Scroll", "Press"):
+            raise _Failed("action_error", f"unknown action type {action.type!r}")
+        before_png = (evidence / (record.before or "")).read_bytes()
+        outcome = await step(StepRequest(action, record.index, tools, self.policy, before_png))
+        record.tool_calls.extend(outcome.tool_calls)
+        record.grounding, record.budget = outcome.grounding, outcome.budget
+        record.scroll_moved_px = outcome.scroll_moved_px
+        if outcome.grounding is not None:
+            self._emit_grounded(record.index, outcome.grounding)
+        if not outcome.performed:
+            raise _Failed(outcome.failure or "action_error", outcome.message)
+        shot = outcome.after_png or await tools.screenshot()
+        record.after = _save(evidence, f"step_{record.index + 1}.png", shot)
+        if not action.has_assertion:
+            return None
+        verdict = outcome.verdict or AssertionVerdict(
+            verdict="error", reasoning="the step judge gave no verdict", judge=step.name
+        )
+        return self._count(action, record, verdict)
 
     async def _perform(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
         match action.type:
             case "Click" | "Type":
                 await self._click_or_type(tools, action, record)
-            case "Press":
-                key = pressed_key(action)
-                if key is None:
-                    raise _Failed("action_error", "no key named by the action")
-                record.tool_calls.append(f"press({key!r})")
-                try:
-                    await tools.press(key)
-                except ToolRetry as exc:
-                    if not self.official:
-                        raise _Failed("action_error", str(exc)) from exc
-                    await _press_raw(tools, key)  # official: a key sent is a key pressed
-                    record.tool_calls.append(f"press_raw({key!r})")
-            case "Scroll":
-                if self.official:
-                    record.tool_calls.append("scroll_window()")
-                    result = await tools.scroll_window()
-                else:
-                    direction = scroll_direction(action) or "down"
-                    region = scroll_region(action)  # "inside the Recent orders list"
-                    record.tool_calls.append(
-                        f"scroll({direction!r}{f', region={region!r}' if region else ''})"
-                    )
-                    result = await tools.scroll(direction, region=region)
-                record.scroll_moved_px = result.moved_px
-                if result.moved_px <= self.config.scroll_min_px:
-                    raise _Failed("no_scroll", f"the page moved {result.moved_px:g} px (needs > 5)")
+            case "Press" | "Scroll":
+                done = await self.policy(tools, action)
+                record.tool_calls.extend(done.tool_calls)
+                record.scroll_moved_px = done.scroll_moved_px
+                if not done.ok:
+                    raise _Failed(done.failure or "action_error", done.message)
             case _:  # kept by the loader, as the official scripts keep it: it fails here
                 raise _Failed("action_error", f"unknown action type {action.type!r}")
 
     async def _click_or_type(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
         typing = action.type == "Type"
-        text = typed_text(action) if typing and not self.official else None
-        if typing and not self.official and text is None:
+        from_grounder = capability(self.policy, ReplayPolicy, "text_from_grounder")
+        text = typed_text(action) if typing and not from_grounder else None
+        if typing and not from_grounder and text is None:
             raise _Failed("action_error", "the Type action gives no text to type")
         for attempt in range(self.config.retries_on_stale + 1):
             index = await self._ground(tools, action, record)
-            if typing and self.official:
+            if typing and from_grounder:
                 text = record.grounding.text if record.grounding else None
                 if text is None:
                     raise _Failed("action_error", "the grounder found no text to type in the description")
@@ -235,7 +251,7 @@ class Executor:
         observation = await tools.observe()
         record.tool_calls.append("observe()")
         screenshot = None
-        if getattr(self.grounder, "wants_screenshot", False):
+        if capability(self.grounder, Grounder, "wants_screenshot"):
             screenshot = await tools.screenshot()
             record.tool_calls.append("screenshot()")
         request = GroundingRequest(
@@ -246,19 +262,22 @@ class Executor:
         )
         grounding = await self.grounder(request)
         record.grounding = grounding
+        self._emit_grounded(record.index, grounding)
+        if grounding.index is None:
+            raise _Failed("element_not_found", grounding.reason)
+        return grounding.index
+
+    def _emit_grounded(self, index: int, grounding: Grounding) -> None:
         self.emit(
             "action_grounded",
             {
-                "index": record.index,
+                "index": index,
                 "element": grounding.index,
                 "score": grounding.score,
                 "reason": grounding.reason,
                 "grounder": grounding.grounder,
             },
         )
-        if grounding.index is None:
-            raise _Failed("element_not_found", grounding.reason)
-        return grounding.index
 
     async def _assert(
         self,
@@ -281,14 +300,18 @@ class Executor:
             before_visible=before_visible,
             after_visible=await tools.visible_text(),
         )
-        verdict = await self.assertions(request)
+        return self._count(action, record, await self.assertions(request))
+
+    def _count(self, action: Action, record: ActionRecord, verdict: AssertionVerdict) -> str:
+        """Record and report ``verdict``; raise when it ends the prefix (the policies decide)."""
         record.assertion = verdict
         self.emit(
             "assertion_verdict",
             {"index": record.index, "assertion": action.logical_assertion, **verdict.model_dump()},
         )
         passed = verdict.verdict == "yes"
-        if self.official and verdict.verdict in ("error", "undetermined"):
+        unsure_passes = capability(self.policy, ReplayPolicy, "unsure_verdict_passes")
+        if unsure_passes and verdict.verdict in ("error", "undetermined"):
             passed = True  # the official scripts count an "Error" answer as a pass
         elif verdict.verdict == "error":
             passed = self.config.judge_error_policy == "pass"
@@ -298,13 +321,6 @@ class Executor:
             failure: FailureClass = "judge_error" if verdict.verdict == "error" else "assertion_failed"
             raise _Failed(failure, f"{verdict.verdict}: {verdict.reasoning}")
         return verdict.verdict
-
-
-async def _press_raw(tools: PageTools, key: str) -> None:
-    """Send ``key`` as a bare key-down/key-up pair (a name the key table does not know), then settle."""
-    await tools.tab.key("rawKeyDown", {"key": key})
-    await tools.tab.key("keyUp", {"key": key})
-    await tools.wait_settled("action")
 
 
 def _checkpoint(task: Task, index: int) -> str | None:

@@ -2,12 +2,13 @@
 
 :func:`ask` runs a pydantic-ai agent with structured output. While the answer streams in, every
 piece of text, thinking or output-tool arguments is reported as a ``judge_delta`` event and every
-tool call as ``judge_tool_call`` (see :mod:`iwr_bench.agents.events`), so a watcher sees the
-judge reason as it happens. An answer that does not validate goes back to the model with the
-validation error (pydantic-ai's output retries), reported as ``judge_retry``; a transport error
-is retried the same number of times. When nothing usable comes back, :func:`ask` returns an
-:class:`Asked` whose ``output`` is None and whose ``error`` says why: the caller turns that into
-``judge_error`` (assertions), a failed grounding, or an HVS of 0 (rubric), as protocol.md says.
+tool call (and, for tool-using judges, its result) as ``judge_tool_call`` (see
+:mod:`iwr_bench.agents.events`), so a watcher sees the judge reason as it happens. An answer that
+does not validate goes back to the model with the validation error (pydantic-ai's output retries),
+reported as ``judge_retry``; a transport error is retried the same number of times. When nothing
+usable comes back, :func:`ask` returns an :class:`Asked` whose ``output`` is None and whose
+``error`` says why: the caller turns that into ``judge_error`` (assertions), a failed grounding, or
+an HVS of 0 (rubric), as protocol.md says.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.messages import (
     AgentStreamEvent,
     FunctionToolCallEvent,
+    FunctionToolResultEvent,
     ModelMessage,
     ModelRequest,
     PartDeltaEvent,
@@ -102,27 +104,35 @@ def _reporter(role: str) -> Any:
             error = content if isinstance(content, str) else json.dumps(content, default=str)
             emit("judge_retry", {"role": role, "attempt": attempt, "error": error[:300]})
         async for event in events:
-            text = ""
-            if isinstance(event, PartStartEvent):
-                if isinstance(event.part, TextPart | ThinkingPart):
-                    text = event.part.content
-                elif isinstance(event.part, ToolCallPart) and isinstance(event.part.args, str):
-                    text = event.part.args  # the first piece of a structured answer
-            elif isinstance(event, PartDeltaEvent):
-                delta = event.delta
-                if isinstance(delta, TextPartDelta):
-                    text = delta.content_delta
-                elif isinstance(delta, ThinkingPartDelta):
-                    text = delta.content_delta or ""
-                elif isinstance(delta, ToolCallPartDelta) and isinstance(delta.args_delta, str):
-                    text = delta.args_delta
-            elif isinstance(event, FunctionToolCallEvent):
-                args = event.part.args_as_json_str()
-                emit("judge_tool_call", {"role": role, "tool": event.part.tool_name, "args": args})
-            if text:
-                emit("judge_delta", {"role": role, "text": text})
+            report_event(role, event)
 
     return handle
+
+
+def report_event(role: str, event: AgentStreamEvent, result: str = "") -> None:
+    """Emit one streamed event of a judge agent: text pieces as ``judge_delta``, a tool call as
+    ``judge_tool_call`` and, with ``result`` (a short summary), a tool's result the same way."""
+    text = ""
+    if isinstance(event, PartStartEvent):
+        if isinstance(event.part, TextPart | ThinkingPart):
+            text = event.part.content
+        elif isinstance(event.part, ToolCallPart) and isinstance(event.part.args, str):
+            text = event.part.args  # the first piece of a structured answer
+    elif isinstance(event, PartDeltaEvent):
+        delta = event.delta
+        if isinstance(delta, TextPartDelta):
+            text = delta.content_delta
+        elif isinstance(delta, ThinkingPartDelta):
+            text = delta.content_delta or ""
+        elif isinstance(delta, ToolCallPartDelta) and isinstance(delta.args_delta, str):
+            text = delta.args_delta
+    elif isinstance(event, FunctionToolCallEvent):
+        args = event.part.args_as_json_str()
+        emit("judge_tool_call", {"role": role, "tool": event.part.tool_name, "args": args})
+    elif isinstance(event, FunctionToolResultEvent) and result:
+        emit("judge_tool_call", {"role": role, "tool": event.part.tool_name, "result": result})
+    if text:
+        emit("judge_delta", {"role": role, "text": text})
 
 
 async def ask(

@@ -66,6 +66,23 @@ class AssertionJudge(Protocol):
         ...
 
 
+class StepBudget(BaseModel):
+    """The bounds a tool-using judge had for one action, and what it used of them."""
+
+    max_steps: int
+    """Tool calls it was allowed."""
+    max_tokens: int | None = None
+    """Model tokens (input plus output) it was allowed; None: no token bound."""
+    steps: int = 0
+    """Tool calls it made."""
+    tokens: int = 0
+    """Model tokens it used."""
+    requests: int = 0
+    """Model requests it made."""
+    exhausted: Literal["steps", "tokens"] | None = None
+    """Which bound ended the run before it answered, if one did."""
+
+
 class ActionRecord(BaseModel):
     """Evidence and outcome of one replayed action."""
 
@@ -95,6 +112,8 @@ class ActionRecord(BaseModel):
     """The assertion verdict, when the action has one."""
     seconds: float = 0.0
     """Wall time of the action, settling and judging."""
+    budget: StepBudget | None = None
+    """For a tool-using step judge (``[judge.step]``), its bounds and what it used of them."""
 
 
 class Replay(BaseModel):
