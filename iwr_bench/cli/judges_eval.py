@@ -106,6 +106,8 @@ def _from_run_file(path: Path) -> DesignSpec:
         label=path.stem,
         grounder=roles["grounder"],
         assertions=roles["assertions"],
+        step=roles.get("step"),
+        replay=roles.get("replay"),
         model=model,
         base_url=judge.base_url,
         api_key_env=judge.api_key_env,

@@ -117,6 +117,12 @@ def test_design_syntax() -> None:
     llm = parse_design("llm,model=openai:gpt-4o")
     assert (llm.grounder.name, llm.assertions.name, llm.model) == ("llm", "llm", "openai:gpt-4o")
     assert llm.label == "llm,model=openai:gpt-4o" and parse_design("heuristic").label == "heuristic"
+    # The tool-using step judge and a replay policy are roles a design may set too.
+    agent = parse_design("agent,model=openai:gpt-4o,step.max_steps=8,replay=official")
+    assert agent.step is not None and (agent.step.name, agent.step.options) == ("agent", {"max_steps": 8})
+    assert agent.replay is not None and agent.replay.name == "official"
+    assert set(agent.chosen()) == {"grounder", "assertions", "step", "replay"}
+    assert parse_design("heuristic").step is None
     for bad, says in [
         ("nope", "no grounder or assertion judge is named 'nope'"),
         ("grounder=nope", "unknown grounder 'nope'"),

@@ -49,7 +49,11 @@ from iwr_bench.registry import build, factory_of, names, parameters
 from iwr_bench.tools.pool import PagePool
 
 JUDGING_ROLES = ("grounder", "assertions")
-"""The roles a design fills (the rubric judge plays no part in replay)."""
+"""The roles every design fills (the rubric judge plays no part in replay)."""
+OPTIONAL_ROLES = ("step", "replay")
+"""Roles a design may fill: a step judge (acts and judges each action itself, e.g. ``agent``) and
+the replay policy (how a Scroll or Press is performed); unset, the executor's own are used."""
+ROLES = JUDGING_ROLES + OPTIONAL_ROLES
 
 Policy = Literal["pass", "fail"]
 
@@ -72,6 +76,10 @@ class DesignSpec(BaseModel):
     """The grounder."""
     assertions: RoleChoice = RoleChoice()
     """The assertion judge."""
+    step: RoleChoice | None = None
+    """A step judge that performs and judges each action (it replaces the two above), if any."""
+    replay: RoleChoice | None = None
+    """The replay policy, if not the protocol's own."""
     model: str = ""
     """Judge model given to designs whose factory takes ``judge_model``."""
     base_url: str = ""
@@ -89,9 +97,14 @@ class DesignSpec(BaseModel):
     plugins: list[str] = Field(default_factory=list[str])
     """Plugins this design came with (a run file's ``plugins``), already loaded."""
 
-    def role(self, role: str) -> RoleChoice:
-        """The choice for ``grounder`` or ``assertions``."""
-        return self.grounder if role == "grounder" else self.assertions
+    def role(self, role: str) -> RoleChoice | None:
+        """The choice for a role of :data:`ROLES` (None: an optional role left unset)."""
+        choice: RoleChoice | None = getattr(self, role)
+        return choice
+
+    def chosen(self) -> dict[str, RoleChoice]:
+        """Every role this design sets, by role."""
+        return {role: choice for role in ROLES if (choice := self.role(role)) is not None}
 
 
 _TEXT_KEYS = ("model", "base_url", "api_key_env", "label", "undetermined_policy", "judge_error_policy")
@@ -106,9 +119,9 @@ def _value(text: str) -> Any:
 
 def _bare(data: dict[str, Any], name: str, text: str) -> None:
     """A bare design name: it plays every judging role that has a design of that name."""
-    played = [role for role in JUDGING_ROLES if name in names(role)]
+    played = [role for role in ROLES if name in names(role)]
     if not played:
-        known = sorted({n for role in JUDGING_ROLES for n in names(role)})
+        known = sorted({n for role in ROLES for n in names(role)})
         raise UserError(
             f"design {text!r}: no grounder or assertion judge is named {name!r} (known: {', '.join(known)})"
         )
@@ -119,9 +132,9 @@ def _bare(data: dict[str, Any], name: str, text: str) -> None:
 def _part(data: dict[str, Any], part: str, text: str) -> None:
     key, _, value = (s.strip() for s in part.partition("="))
     role, dot, option = key.partition(".")
-    if role in JUDGING_ROLES and dot:
+    if role in ROLES and dot:
         data.setdefault(role, {}).setdefault("options", {})[option] = _value(value)
-    elif key in JUDGING_ROLES:
+    elif key in ROLES:
         data.setdefault(key, {})["name"] = value
     elif key in _TEXT_KEYS:
         data[key] = value
@@ -129,8 +142,8 @@ def _part(data: dict[str, Any], part: str, text: str) -> None:
         data[key] = _value(value)
     else:
         raise UserError(
-            f"design {text!r}: unknown key {key!r} (use a design name, grounder=, assertions=, "
-            f"grounder.OPTION=, assertions.OPTION=, model=, votes=, label=, ...)"
+            f"design {text!r}: unknown key {key!r} (use a design name, grounder=, assertions=, step=, "
+            f"replay=, ROLE.OPTION=, model=, votes=, label=, ...)"
         )
 
 
@@ -156,9 +169,9 @@ def parse_design(text: str) -> DesignSpec:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in err["loc"])
         raise UserError(f"design {text!r}: {where}: {err['msg']}") from exc
-    for role in JUDGING_ROLES:
+    for role, choice in spec.chosen().items():
         try:
-            factory_of(role, spec.role(role).name)
+            factory_of(role, choice.name)
         except UserError as exc:
             raise UserError(f"design {text!r}: {exc}") from exc
     return spec
@@ -242,12 +255,15 @@ class MeteredModel(WrapperModel):
 
 
 class BuiltDesign:
-    """A design's grounder and assertion judge, with the judge models they were given."""
+    """A design's built roles (grounder, assertion judge, step judge and replay policy when set),
+    with the judge models they were given."""
 
-    def __init__(self, spec: DesignSpec, grounder: Any, assertions: Any, models: list[MeteredModel]) -> None:
+    def __init__(self, spec: DesignSpec, built: dict[str, Any], models: list[MeteredModel]) -> None:
         self.spec = spec
-        self.grounder = grounder
-        self.assertions = assertions
+        self.grounder = built["grounder"]
+        self.assertions = built["assertions"]
+        self.step = built.get("step")
+        self.replay = built.get("replay")
         self.models = models
         self._stack = AsyncExitStack()
 
@@ -268,15 +284,14 @@ class BuiltDesign:
 
 
 def build_design(spec: DesignSpec) -> BuiltDesign:
-    """Build both roles of ``spec``; a factory taking ``judge_model`` gets ``spec.model``, metered.
+    """Build every role of ``spec``; a factory taking ``judge_model`` gets ``spec.model``, metered.
 
     Raises:
         UserError: one line naming the design: an unknown name, a bad option, no judge model or key.
     """
     built: dict[str, Any] = {}
     models: list[MeteredModel] = []
-    for role in JUDGING_ROLES:
-        choice = spec.role(role)
+    for role, choice in spec.chosen().items():
         context: dict[str, Any] = {"votes": spec.votes, "retries": spec.retries}
         if "judge_model" in parameters(role, choice.name) and "judge_model" not in choice.options:
             if not spec.model:
@@ -293,7 +308,7 @@ def build_design(spec: DesignSpec) -> BuiltDesign:
             built[role], _ = build(role, choice.name, choice.options, context)
         except UserError as exc:
             raise UserError(f"design {spec.label!r}: {exc}") from exc
-    return BuiltDesign(spec, built["grounder"], built["assertions"], models)
+    return BuiltDesign(spec, built, models)
 
 
 # -- cases ----------------------------------------------------------------------------------------
@@ -546,7 +561,9 @@ async def judge_cases(
     config = ExecutorConfig(
         judge_error_policy=spec.judge_error_policy, undetermined_policy=spec.undetermined_policy
     )
-    executor = Executor(pool, design.grounder, design.assertions, config)
+    executor = Executor(
+        pool, design.grounder, design.assertions, config, policy=design.replay, step=design.step
+    )
     results: dict[int, CaseResult] = {}
     slots = anyio.CapacityLimiter(pool.config.size)  # the time limit starts once a page is free
 
