@@ -200,6 +200,18 @@ class MetricComputed(_Event):
     """Backend label; substitutes say so."""
 
 
+class StageFinished(_Event):
+    """One stage of a (task, model) pair ended: generate, replay, metrics, rubric or record."""
+
+    kind: Literal["stage_finished"] = "stage_finished"
+    stage: Literal["generate", "replay", "metrics", "rubric", "record"]
+    """The stage (replay is the only one that holds a browser page)."""
+    started: float
+    """Unix time the stage began (its slot, if it has one, already held)."""
+    seconds: float
+    """How long it took, waiting for a shared limit included (metrics: for the batch)."""
+
+
 class LimitOccupancy(_Event):
     """How busy a named limit is."""
 
@@ -234,6 +246,7 @@ Event = Annotated[
     | JudgeRetry
     | AssertionVerdictEvent
     | MetricComputed
+    | StageFinished
     | LimitOccupancy
     | FailureEvent,
     Field(discriminator="kind"),
