@@ -47,10 +47,12 @@ from iwr_bench.engine.events import (
     Event,
     EventBus,
     GenerationFinished,
+    JudgeDelta,
     LimitOccupancy,
     RunFinished,
     RunStarted,
     StageFinished,
+    TextCoalescer,
     from_agent,
 )
 from iwr_bench.engine.jobs import GenerateJob, execute_generate, record_digest
@@ -159,6 +161,9 @@ class Engine:
         self.background = Background()
         """Tasks for judge calls and metric batches that their waiters may abandon at a deadline."""
         self._watched: dict[str, JobWatch] = {}
+        self._text = TextCoalescer(lambda event: self.bus.publish(event))
+        """Streamed judge text, published every 100 ms or 1 KB per job instead of per token."""
+        self._ticks = 0
         self._lock = lock
         self._own_lock = lock is None
 
@@ -260,8 +265,11 @@ class Engine:
 
     async def _report_limits(self) -> None:
         while True:
-            await anyio.sleep(0.5)
-            self._flush_limits()
+            await anyio.sleep(0.1)
+            self._text.flush_due()
+            self._ticks += 1
+            if self._ticks % 5 == 0:
+                self._flush_limits()
 
     def _flush_limits(self) -> None:
         assert self.limits is not None
@@ -284,7 +292,10 @@ class Engine:
             if kind == "action_finished":
                 self.actions_run += 1
             event = from_agent(kind, data, jid)
-            if event is not None:
+            if isinstance(event, JudgeDelta):
+                self._text.add(jid, event.role, event.text)
+            elif event is not None:
+                self._text.flush(jid)  # the job's streamed text comes before its next event
                 self.bus.publish(event)
 
         return sink
@@ -357,6 +368,7 @@ class Engine:
                 log.exception("run failed")
         wall = time.perf_counter() - started
         try:
+            self._text.flush()
             self._flush_limits()
             self.bus.publish(RunFinished(status=status, wall_s=round(wall, 3), message=message))  # type: ignore[arg-type]
             self.store.set_meta("status", status)
@@ -574,6 +586,7 @@ class Engine:
             handle.started()
             with self._stage(handle.id, StageName.replay):
                 replay = await executor.replay(task, page if page.is_dir() else None, out / "evidence")
+                self._text.flush(handle.id)
         return await self._score_stages(handle.id, task, handle.model, replay, out, metrics)
 
     async def _score_stages(
@@ -587,6 +600,7 @@ class Engine:
         if metrics.rubric is not None:
             with self._stage(jid, StageName.rubric):
                 answers = await rubric_stage(metrics.rubric, measured, evidence)
+                self._text.flush(jid)
         with self._stage(jid, StageName.record):
             evaluation = assemble(task, slug, replay, measured, answers, metrics.rubric, protocol)
             await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)

@@ -61,9 +61,29 @@ async def test_a_waiter_cancelled_in_the_queue_leaves_the_slot_to_the_next() -> 
 
 
 def test_default_browser_pages_follow_cores_and_memory() -> None:
-    assert default_browser_pages(cores=2, memory_gb=16) == 1  # 1 page beat 4 on 2 cores
-    assert default_browser_pages(cores=8, memory_gb=32) == 4
+    assert default_browser_pages(cores=2, memory_gb=16) == 2  # 2 pages beat 1 and 4 on 2 cores
+    assert default_browser_pages(cores=4, memory_gb=32) == 4
     assert default_browser_pages(cores=64, memory_gb=8) == 4  # memory-bound
     assert default_browser_pages(cores=64, memory_gb=256) == 8
     assert default_browser_pages(cores=1, memory_gb=1) == 1
     assert 1 <= LimitSettings().browser_pages <= 8
+
+
+def test_streamed_text_is_coalesced_in_order() -> None:
+    """Tokens become one event per 1 KB (or 100 ms); another event of the job flushes them first."""
+    from iwr_bench.engine.events import ActionStarted, Event, JudgeDelta, TextCoalescer
+
+    published: list[Event] = []
+    text = TextCoalescer(published.append, every_s=60.0, max_chars=1024)
+    for _ in range(300):
+        text.add("judge/1/m", "assertions", "token-")  # 6 characters each: 1800 in all
+    assert [len(e.text) for e in published if isinstance(e, JudgeDelta)] == [1026]
+    text.flush("judge/1/m")
+    published.append(ActionStarted(job="judge/1/m", index=1, type="Click", description="the button"))
+    text.add("judge/2/m", "grounder", "x")
+    text.flush_due()  # not yet due
+    assert "".join(e.text for e in published if isinstance(e, JudgeDelta)) == "token-" * 300
+    assert isinstance(published[-1], ActionStarted) and len(published) == 3
+    text.every_s = 0.0
+    text.flush_due()
+    assert isinstance(published[-1], JudgeDelta) and published[-1].text == "x"
