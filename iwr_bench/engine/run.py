@@ -42,7 +42,7 @@ from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.clock import StageName, WorkClock
 from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.control import request_cancel, watch_control, watch_signals
-from iwr_bench.engine.deadlines import Background, Progress, tracking
+from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.events import (
     Event,
     EventBus,
@@ -73,6 +73,7 @@ from iwr_bench.engine.setup import (
 )
 from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore, job_id
 from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_score
+from iwr_bench.engine.watch import JobWatch, Watchdog
 from iwr_bench.errors import UserError
 from iwr_bench.registry import load_plugins
 from iwr_bench.tools.pool import PagePool, PoolConfig
@@ -89,18 +90,6 @@ __all__ = [
     "stored_pairs",
     "stored_task_score",
 ]
-
-
-@dataclass
-class JobWatch:
-    """A running judging job as the watchdog sees it."""
-
-    progress: Progress
-    """Its last sign of life and where it is."""
-    scope: anyio.CancelScope
-    """Cancelled at the job's deadline, or by the watchdog."""
-    stalled: bool = False
-    """The watchdog stopped it."""
 
 
 @dataclass
@@ -160,7 +149,7 @@ class Engine:
         self._pairs: dict[tuple[int, str], anyio.CancelScope] = {}
         self.background = Background()
         """Tasks for judge calls and metric batches that their waiters may abandon at a deadline."""
-        self._watched: dict[str, JobWatch] = {}
+        self.watchdog = Watchdog(self.config.limits.stall_after_s)
         self._text = TextCoalescer(lambda event: self.bus.publish(event))
         """Streamed judge text, published every 100 ms or 1 KB per job instead of per token."""
         self._ticks = 0
@@ -284,9 +273,7 @@ class Engine:
 
     def _agent_sink(self, jid: str, evidence: str) -> Callable[[str, dict[str, object]], None]:
         def sink(kind: str, data: dict[str, object]) -> None:
-            watch = self._watched.get(jid)
-            if watch is not None:
-                watch.progress.beat(_action_label(data) if kind == "action_started" else None)
+            self.watchdog.beat(jid, kind, data)
             if kind == "action_finished" and data.get("screenshot"):
                 data = {**data, "screenshot": f"{evidence}/{data['screenshot']}"}
             if kind == "action_finished":
@@ -399,35 +386,12 @@ class Engine:
                 tg.start_soon(self._report_limits)
                 tg.start_soon(watch_control, self.run_dir, self.cancel_job)
                 tg.start_soon(watch_signals, scope)
-                tg.start_soon(self._watchdog)
+                tg.start_soon(self.watchdog.run)
                 async with anyio.create_task_group() as work:
                     for task in self.tasks:
                         for slug in self.generators:
                             work.start_soon(self._pipeline, task, slug, pool, metrics)
                 tg.cancel_scope.cancel()
-
-    async def _watchdog(self) -> None:
-        """Fail judging jobs that show no sign of life (see ``[limits] stall_after_s``)."""
-        after = self.config.limits.stall_after_s
-        while True:
-            await anyio.sleep(min(1.0, after / 4))
-            now = time.monotonic()
-            for watch in list(self._watched.values()):
-                if not watch.stalled and watch.progress.stalled(now, after):
-                    watch.stalled = True
-                    watch.scope.cancel()
-
-    @contextmanager
-    def _watching(self, jid: str) -> Gen[JobWatch]:
-        """Run a judging job's body under the watchdog's eye; its deadline is set once it has its page."""
-        progress = Progress()
-        with anyio.CancelScope() as scope, tracking(progress):
-            watch = JobWatch(progress, scope)
-            self._watched[jid] = watch
-            try:
-                yield watch
-            finally:
-                del self._watched[jid]
 
     def cancel(self) -> None:
         """Stop the run cleanly (it stays resumable)."""
@@ -556,7 +520,7 @@ class Engine:
         )
         gen_failed = result is not None and result.status == "failed"
         with (
-            self._watching(jid) as watch,
+            self.watchdog.watching(jid) as watch,
             self.recorder.job("judge", task.id, slug, where=watch.progress.where) as handle,
         ):
             evaluation = await self._replay_then_score(handle, task, executor, metrics, watch)
@@ -630,11 +594,3 @@ class Engine:
 
 def _rel(run_dir: Path, path: Path) -> str:
     return path.relative_to(run_dir).as_posix()
-
-
-def _action_label(data: dict[str, object]) -> str:
-    """``action 3/8 (Click: Add to cart)`` from an ``action_started`` event."""
-    index = data.get("index")
-    shown = index + 1 if isinstance(index, int) else "?"
-    description = str(data.get("description") or "")[:60]
-    return f"action {shown}/{data.get('total', '?')} ({data.get('type', '?')}: {description})"
