@@ -69,6 +69,7 @@ from iwr_bench.engine.setup import (
     load_run_tasks,
     opened_generators,
     pool_config,
+    preload_libraries,
     run_manifest,
 )
 from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore, job_id
@@ -317,6 +318,7 @@ class Engine:
                 f"{self.run_dir} already holds a run: continue it with `iwr run --resume {self.run_dir}`"
             )
         metrics = await anyio.to_thread.run_sync(self._metrics)  # builds no model (they load lazily)
+        await anyio.to_thread.run_sync(preload_libraries)
         manifest = self.manifest(metrics)
         if previous is None:
             store.set_manifest({**manifest, "created": datetime.now(UTC).isoformat()})
