@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test lint typecheck format bench suite
+.PHONY: setup demo test test-fast lint typecheck format bench suite
 
 setup:
 	@bash scripts/setup.sh
@@ -24,6 +24,10 @@ format: setup
 
 test: setup lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: no browser, nothing slow (a few minutes on 2 cores).
+test-fast: setup
+	$(BIN)/python -m pytest -m "not browser and not slow" $(PYTEST_ARGS)
 
 bench: setup
 	@set -e; for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -39,7 +40,15 @@ def tasks_root(pristine_tasks: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A metric cache folder shared by every test (checkpoints are OCR-read once per session)."""
+    """A metric cache folder shared by every test (checkpoints are OCR-read once per session).
+
+    ``$IWR_TEST_METRIC_CACHE`` names a folder to reuse across sessions instead (a warm cache for
+    the inner loop on a slow machine).
+    """
+    reuse = os.environ.get("IWR_TEST_METRIC_CACHE")
+    if reuse:
+        Path(reuse).mkdir(parents=True, exist_ok=True)
+        return Path(reuse)
     return tmp_path_factory.mktemp("metric-cache")
 
 

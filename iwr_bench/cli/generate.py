@@ -26,10 +26,10 @@ from iwr_bench.agents.generation import (
 from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.cli._common import Subparsers, add_skip_invalid
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
-from iwr_bench.engine.config import only_tasks
+from iwr_bench.engine.config import generator_design, only_tasks
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.registry import create
+from iwr_bench.registry import build
 
 DEFAULT_CACHE = Path(os.environ.get("IWR_BENCH_CACHE", "~/.cache/iwr-bench/responses")).expanduser()
 
@@ -44,7 +44,7 @@ def register(sub: Subparsers) -> None:
         required=True,
         metavar="NAME",
         help="pydantic-ai model name (openai:gpt-4o), a [[models]] name from --config, "
-        f"or a baseline ({', '.join(BASELINES)}); repeatable",
+        f"a baseline ({', '.join(BASELINES)}), pages:DIR or mutants:NAME; repeatable",
     )
     p.add_argument("--out", type=Path, required=True, help="results folder: <out>/<id>/<model>/index.html")
     p.add_argument("--only", help="comma-separated task ids to keep")
@@ -86,13 +86,13 @@ def build_generators(args: argparse.Namespace, budget: Budget) -> list[Generator
     protocol = EvalProtocol(args.protocol)
     generators: list[Generator] = []
     for name in dict.fromkeys(args.model):
-        config = run.find(name)
-        if config is None and name in BASELINES:
-            extra = {"asset_base": args.asset_base} if name == "oracle" else {}
-            generator, _spec = create("generator", name, **extra)
+        config = run.find(name) or ModelConfig(name=name)
+        design = generator_design(config)  # baselines, pages:DIR, mutants:NAME, as `iwr run` reads them
+        if design is not None:
+            extra = {"asset_base": args.asset_base} if design[0] == "oracle" else {}
+            generator, _spec = build("generator", design[0], {**design[1], **extra})
             generators.append(generator)
             continue
-        config = config or ModelConfig(name=name)
         generators.append(
             build_generator(
                 config,

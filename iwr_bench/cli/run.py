@@ -307,10 +307,12 @@ def _finish(engine: Engine, outcome: RunOutcome, *, as_json: bool, quiet: bool) 
     summary = run_summary(engine.store)
     summary["run_dir"] = str(outcome.run_dir)
     summary["wall_s"] = round(outcome.wall_s, 3)
+    summary["work"] = work_split(outcome)
     if as_json:
         print(json.dumps(summary, indent=2))
     elif not quiet:
         print_summary(summary)
+        print(work_line(summary["work"]))
     if outcome.status == "completed":
         print(f"run completed in {outcome.wall_s:.1f} s: {outcome.run_dir}", file=sys.stderr)
         return 0
@@ -322,6 +324,22 @@ def _finish(engine: Engine, outcome: RunOutcome, *, as_json: bool, quiet: bool) 
         file=sys.stderr,
     )
     return 1
+
+
+def work_split(outcome: RunOutcome) -> dict[str, Any]:
+    """This session's work clock: each stage's busy time, the engine's overhead, each limit's idle time."""
+    return {
+        "busy_s": dict(outcome.work_s),
+        "overhead_s": round(outcome.overhead_s, 3),
+        "limit_idle_s": dict(outcome.limit_idle_s),
+    }
+
+
+def work_line(work: dict[str, Any]) -> str:
+    """The work clock in two short lines (seconds)."""
+    busy = ", ".join(f"{k} {v:.1f}" for k, v in work["busy_s"].items())
+    idle = ", ".join(f"{k} {v:.1f}" for k, v in work["limit_idle_s"].items())
+    return f"busy s: {busy}; engine overhead {work['overhead_s']:.1f}\nidle s: {idle}"
 
 
 def _num(value: float | None) -> str:

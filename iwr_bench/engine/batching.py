@@ -17,13 +17,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import anyio
+import anyio.to_thread
 
 from iwr_bench.engine.deadlines import Background, StepTimeout, bounded_step, queued
 from iwr_bench.engine.limits import NamedLimit
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.pair import Pair, PairMetric
+
+T = TypeVar("T")
 
 
 @dataclass(eq=False)  # compared by identity (list.remove), never by their images
@@ -64,13 +68,13 @@ class BatchingMetric:
         *,
         window: float = 0.02,
         max_batch: int = 32,
-        timer: Callable[[str], AbstractContextManager[None]] = lambda kind: nullcontext(),
+        timer: Callable[[], AbstractContextManager[None]] = nullcontext,
         timeout: float = 300.0,
         background: Background | None = None,
     ) -> None:
         self.inner = inner
         self.timer = timer
-        """Marks the stretch of each batch as ``metric`` work (the engine's work clock)."""
+        """Marks the stretch of each batch as metrics work (the engine's work clock)."""
         self.limit = limit
         self.window = window
         self.max_batch = max_batch
@@ -121,6 +125,19 @@ class BatchingMetric:
         assert request.values is not None
         return request.values
 
+    async def exclusive(self, work: Callable[[], T]) -> T:
+        """Run other work of this metric's backend (reading OCR text for eval.json) on a worker
+        thread, under the metric-workers limit and on the work clock, like a batch.
+
+        Raises:
+            StepTimeout: it went past the batch deadline.
+        """
+        with queued():
+            async with self.limit:
+                with bounded_step(self.step, self.timeout), self.timer():
+                    with anyio.fail_after(self.timeout):
+                        return await anyio.to_thread.run_sync(work)
+
     def _take(self) -> _Batch | None:
         taken: list[_Request] = []
         size = 0
@@ -138,7 +155,7 @@ class BatchingMetric:
     async def _compute(self, batch: _Batch) -> None:
         pairs = [p for r in batch.requests for p in r.pairs]
         try:
-            with self.timer("metric"):
+            with self.timer():
                 values = await self.inner(pairs)
         except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
             batch.settle(None, exc)

@@ -202,6 +202,18 @@ class MetricComputed(_Event):
     """Backend label; substitutes say so."""
 
 
+class StageFinished(_Event):
+    """One stage of a (task, model) pair ended: generate, replay, metrics, rubric or record."""
+
+    kind: Literal["stage_finished"] = "stage_finished"
+    stage: Literal["generate", "replay", "metrics", "rubric", "record"]
+    """The stage (replay is the only one that holds a browser page)."""
+    started: float
+    """Unix time the stage began (its slot, if it has one, already held)."""
+    seconds: float
+    """How long it took, waiting for a shared limit included (metrics: for the batch)."""
+
+
 class LimitOccupancy(_Event):
     """How busy a named limit is."""
 
@@ -236,6 +248,7 @@ Event = Annotated[
     | JudgeRetry
     | AssertionVerdictEvent
     | MetricComputed
+    | StageFinished
     | LimitOccupancy
     | FailureEvent,
     Field(discriminator="kind"),
@@ -294,6 +307,48 @@ class EventBus:
             except Exception:
                 log.exception("event subscriber failed on %s", event.kind)
         return event
+
+
+class TextCoalescer:
+    """Joins a judge model's streamed text into one :class:`JudgeDelta` per ``every_s`` or ``max_chars``.
+
+    A model streams a token at a time; each would be an event and a store write. Text of one job
+    and role is held until ``every_s`` after its first piece, or until ``max_chars`` have come; any
+    other event of that job flushes it first (so the order of events is kept), as does
+    :meth:`flush_due` (call it on a timer) and :meth:`flush` (at the job's end).
+    """
+
+    def __init__(
+        self, publish: Callable[[Event], object], every_s: float = 0.1, max_chars: int = 1024
+    ) -> None:
+        self.publish = publish
+        self.every_s = every_s
+        self.max_chars = max_chars
+        self._held: dict[tuple[str, str], tuple[float, list[str], int]] = {}
+
+    def add(self, job: str, role: str, text: str) -> None:
+        """Hold a piece of streamed text (publishing what is due)."""
+        key = (job, role)
+        first, parts, size = self._held.get(key, (time.monotonic(), [], 0))
+        parts.append(text)
+        self._held[key] = (first, parts, size + len(text))
+        if size + len(text) >= self.max_chars or time.monotonic() - first >= self.every_s:
+            self._publish(key)
+
+    def flush(self, job: str | None = None) -> None:
+        """Publish the held text of ``job`` (None: of every job)."""
+        for key in [k for k in self._held if job is None or k[0] == job]:
+            self._publish(key)
+
+    def flush_due(self) -> None:
+        """Publish held text older than ``every_s``."""
+        now = time.monotonic()
+        for key in [k for k, (first, _, _) in self._held.items() if now - first >= self.every_s]:
+            self._publish(key)
+
+    def _publish(self, key: tuple[str, str]) -> None:
+        _, parts, _ = self._held.pop(key)
+        self.publish(JudgeDelta(job=key[0], role=key[1], text="".join(parts)))
 
 
 _AGENT_KINDS: dict[str, type[_Event]] = {

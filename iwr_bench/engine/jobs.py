@@ -2,10 +2,9 @@
 
 A job is plain data (:class:`GenerateJob`, :class:`JudgeJob`): it names its inputs by path and
 content digest and its outputs by folder, so it can be serialised and shipped to a worker on
-another machine. Executing it (:func:`execute_generate`, :func:`execute_judge`) returns results
-as data (:class:`~iwr_bench.agents.generation.GenerationResult`,
-:class:`~iwr_bench.agents.judge.evaluate.Evaluation`) that the store records; the worker needs
-the agents, tools and metrics it is given, and nothing of the engine.
+another machine. Its stages hand each other data too (a page folder, a
+:class:`~iwr_bench.agents.judge.records.Replay` and its evidence folder, the measured pairs), never
+live objects, so each stage can run where its resource is.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ from pydantic import BaseModel
 
 from iwr_bench.agents.generation import GenerationResult, Generator, write_result
 from iwr_bench.agents.generation.output import PAGE
-from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
-from iwr_bench.agents.judge.executor import Executor
 from iwr_bench.dataset.layout import Task
 
 
@@ -80,12 +77,3 @@ async def execute_generate(job: GenerateJob, task: Task, generator: Generator) -
     result = await generator(task)
     await anyio.to_thread.run_sync(write_result, Path(job.pages_root), result)
     return result
-
-
-async def execute_judge(job: JudgeJob, task: Task, executor: Executor, metrics: VisualMetrics) -> Evaluation:
-    """Replay the page, score it and write its evidence and ``eval.json``."""
-    out = Path(job.out)
-    evidence = out / "evidence"
-    page = Path(job.page)
-    replay = await executor.replay(task, page if page.is_dir() else None, evidence)
-    return await evaluate(task, job.model, replay, evidence, out, metrics, executor.config.protocol)

@@ -9,14 +9,17 @@ down while the others keep their speed.
 
 from __future__ import annotations
 
+import heapq
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import asynccontextmanager
 from types import TracebackType
 
 import anyio
 from pydantic_ai.exceptions import ModelHTTPError
 
 from iwr_bench.agents.generation.calls import Caller, ModelAnswer, ModelCall
+from iwr_bench.engine.deadlines import queued
 
 Report = Callable[["NamedLimit"], None]
 
@@ -38,6 +41,19 @@ class NamedLimit:
         self.max_in_use = 0
         self.acquired = 0
         self.report = report or _quiet
+        self._idle_s = 0.0
+        self._idle_since: float | None = time.perf_counter()
+
+    def reset_clock(self) -> None:
+        """Start counting idle time now (the engine calls it when its run starts)."""
+        self._idle_s = 0.0
+        self._idle_since = time.perf_counter() if self.in_use == 0 else None
+
+    @property
+    def idle_s(self) -> float:
+        """Seconds since :meth:`reset_clock` during which nobody held this limit."""
+        open_idle = time.perf_counter() - self._idle_since if self._idle_since is not None else 0.0
+        return self._idle_s + open_idle
 
     @property
     def capacity(self) -> int:
@@ -48,20 +64,87 @@ class NamedLimit:
         self.waiting += 1
         self.report(self)
         try:
-            await self.limiter.acquire()
+            with queued():  # waiting for a shared limit is not a stall
+                await self.limiter.acquire()
         finally:
             self.waiting -= 1
+        self._took()
+
+    def _took(self) -> None:
+        if self._idle_since is not None:
+            self._idle_s += time.perf_counter() - self._idle_since
+            self._idle_since = None
         self.in_use += 1
         self.acquired += 1
         self.max_in_use = max(self.max_in_use, self.in_use)
         self.report(self)
 
+    def _gave_back(self) -> None:
+        self.in_use -= 1
+        if self.in_use == 0:
+            self._idle_since = time.perf_counter()
+
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.in_use -= 1
+        self._gave_back()
         self.limiter.release()
         self.report(self)
+
+
+class OrderedLimit(NamedLimit):
+    """A limit whose free slots go to the waiter with the lowest rank (then the longest waiting).
+
+    The engine ranks judging jobs by (task position, model position), so the browser pages go
+    round-robin over the models: every model's page of a task is replayed before any model's
+    page of a later task, and the live means of all models fill in together.
+    """
+
+    def __init__(self, name: str, capacity: int, report: Report | None = None) -> None:
+        super().__init__(name, capacity, report)
+        self._free = capacity
+        self._queue: list[tuple[tuple[int, ...], int, anyio.Event]] = []
+        self._arrivals = 0
+
+    def _grant(self) -> None:
+        while self._free > 0 and self._queue:
+            *_, event = heapq.heappop(self._queue)
+            self._free -= 1
+            event.set()
+
+    @asynccontextmanager
+    async def slot(self, rank: tuple[int, ...]) -> AsyncGenerator[None]:
+        """Hold one slot, granted in ``rank`` order among the waiters."""
+        self._arrivals += 1
+        entry = (rank, self._arrivals, anyio.Event())
+        heapq.heappush(self._queue, entry)
+        self.waiting += 1
+        self.report(self)
+        self._grant()
+        try:
+            with queued():
+                await entry[2].wait()
+        except BaseException:
+            if entry[2].is_set():
+                self._free += 1  # granted as it was cancelled: hand the slot on
+            else:
+                self._queue.remove(entry)
+                heapq.heapify(self._queue)
+            self._grant()
+            raise
+        finally:
+            self.waiting -= 1
+        self._took()
+        try:
+            yield
+        finally:
+            self._gave_back()
+            self._free += 1
+            self._grant()
+            self.report(self)
+
+    async def __aenter__(self) -> None:
+        raise TypeError(f"{self.name}: use `async with limit.slot(rank)`")
 
 
 class AdaptiveLimit(NamedLimit):
@@ -145,7 +228,7 @@ class Limits:
         recover_after: float = 30.0,
     ) -> None:
         self.report = report
-        self.browser = NamedLimit("browser pages", browser_pages, report)
+        self.browser = OrderedLimit("browser pages", browser_pages, report)
         self.metric = NamedLimit("metric workers", metric_workers, report)
         self.judge = AdaptiveLimit("judge calls", judge_calls, report, recover_after=recover_after)
         self._provider_caps = dict(provider_calls)

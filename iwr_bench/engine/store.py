@@ -17,17 +17,18 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from iwr_bench.engine.events import Event, parse_event
+from iwr_bench.engine.records import JobStatus, ScoreRow, sql_columns
 from iwr_bench.errors import UserError
 
 STORE_NAME = "run.sqlite"
 SCHEMA_VERSION = 1
 
-_SCHEMA = """
+_SCHEMA_TEXT = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS manifest (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (
@@ -66,21 +67,7 @@ CREATE TABLE IF NOT EXISTS metrics (
     substitute INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (job, step, metric)
 );
-CREATE TABLE IF NOT EXISTS scores (
-    job TEXT PRIMARY KEY,
-    task_id INTEGER NOT NULL,
-    model TEXT NOT NULL,
-    total_steps INTEGER NOT NULL,
-    success_steps INTEGER NOT NULL,
-    ifs REAL NOT NULL,
-    lvs REAL NOT NULL,
-    hvs REAL,
-    vfs REAL NOT NULL,
-    final REAL NOT NULL,
-    lvs_only INTEGER NOT NULL,
-    failure TEXT,
-    eval_path TEXT NOT NULL
-);
+CREATE TABLE IF NOT EXISTS scores ({scores});
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY,
     time REAL NOT NULL,
@@ -95,8 +82,9 @@ CREATE TABLE IF NOT EXISTS calls (
     time REAL NOT NULL
 );
 """
+_SCHEMA = _SCHEMA_TEXT.replace("{scores}", sql_columns(ScoreRow, key="job"))
 
-JOB_OPEN = ("queued", "running")
+JOB_OPEN = (JobStatus.queued, JobStatus.running)
 """Job states that a resume continues."""
 
 
@@ -113,7 +101,7 @@ class JobRow:
     stage: str
     task_id: int
     model: str
-    status: str
+    status: JobStatus
     failure: str | None
     message: str
     attempts: int
@@ -122,25 +110,6 @@ class JobRow:
     seconds: float | None
     cost_usd: float
     result: dict[str, Any] | None
-
-
-@dataclass(frozen=True)
-class ScoreRow:
-    """One row of the scores table (fractions 0-1)."""
-
-    job: str
-    task_id: int
-    model: str
-    total_steps: int
-    success_steps: int
-    ifs: float
-    lvs: float
-    hvs: float | None
-    vfs: float
-    final: float
-    lvs_only: bool
-    failure: str | None
-    eval_path: str
 
 
 class StoreError(UserError):
@@ -311,7 +280,7 @@ class RunStore:
         self,
         jid: str,
         *,
-        status: str,
+        status: JobStatus,
         result: dict[str, Any] | None,
         failure: str | None = None,
         message: str = "",
@@ -347,7 +316,9 @@ class RunStore:
 
     def job(self, jid: str) -> JobRow | None:
         """One job, or None."""
-        row = self.db.execute(f"SELECT {_JOB_COLS} FROM jobs WHERE id = ?", (jid,)).fetchone()
+        cursor = self.db.execute(f"SELECT {_JOB_COLS} FROM jobs WHERE id = ?", (jid,))
+        cursor.row_factory = sqlite3.Row
+        row = cursor.fetchone()
         return None if row is None else _job(row)
 
     def jobs(self, stage: str | None = None) -> list[JobRow]:
@@ -358,6 +329,7 @@ class RunStore:
             rows = self.db.execute(
                 f"SELECT {_JOB_COLS} FROM jobs WHERE stage = ? ORDER BY task_id, model", (stage,)
             )
+        rows.row_factory = sqlite3.Row
         return [_job(r) for r in rows]
 
     # -- judging results -----------------------------------------------------------------------
@@ -397,46 +369,17 @@ class RunStore:
     @_writes
     def put_score(self, row: ScoreRow) -> None:
         """Record a judged job's scores."""
-        self.db.execute(
-            "INSERT OR REPLACE INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                row.job,
-                row.task_id,
-                row.model,
-                row.total_steps,
-                row.success_steps,
-                row.ifs,
-                row.lvs,
-                row.hvs,
-                row.vfs,
-                row.final,
-                int(row.lvs_only),
-                row.failure,
-                row.eval_path,
-            ),
-        )
+        data = row.model_dump()
+        names = ", ".join(data)
+        marks = ", ".join(f":{k}" for k in data)
+        self.db.execute(f"INSERT OR REPLACE INTO scores ({names}) VALUES ({marks})", data)
 
     def scores(self) -> list[ScoreRow]:
         """Scores of every judged job, by task then model."""
-        rows = self.db.execute("SELECT * FROM scores ORDER BY task_id, model")
-        return [
-            ScoreRow(
-                job=r[0],
-                task_id=r[1],
-                model=r[2],
-                total_steps=r[3],
-                success_steps=r[4],
-                ifs=r[5],
-                lvs=r[6],
-                hvs=r[7],
-                vfs=r[8],
-                final=r[9],
-                lvs_only=bool(r[10]),
-                failure=r[11],
-                eval_path=r[12],
-            )
-            for r in rows
-        ]
+        names = ", ".join(ScoreRow.model_fields)
+        cursor = self.db.execute(f"SELECT {names} FROM scores ORDER BY task_id, model")
+        cursor.row_factory = sqlite3.Row
+        return [ScoreRow.model_validate(dict(r)) for r in cursor]
 
     def actions(self, jid: str) -> list[dict[str, Any]]:
         """Action records of one judging job, in order."""
@@ -529,38 +472,11 @@ class _Transaction:
         self.db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
 
 
-_JOB_COLS = ", ".join(
-    [
-        "id",
-        "stage",
-        "task_id",
-        "model",
-        "status",
-        "failure",
-        "message",
-        "attempts",
-        "started",
-        "finished",
-        "seconds",
-        "cost_usd",
-        "result",
-    ]
-)
+_JOB_COLS = ", ".join(f.name for f in fields(JobRow))
 
 
-def _job(r: tuple[Any, ...]) -> JobRow:
-    return JobRow(
-        id=r[0],
-        stage=r[1],
-        task_id=r[2],
-        model=r[3],
-        status=r[4],
-        failure=r[5],
-        message=r[6],
-        attempts=r[7],
-        started=r[8],
-        finished=r[9],
-        seconds=r[10],
-        cost_usd=r[11],
-        result=None if r[12] is None else json.loads(r[12]),
-    )
+def _job(r: sqlite3.Row) -> JobRow:
+    data = dict(r)
+    data["status"] = JobStatus(data["status"])
+    data["result"] = None if data["result"] is None else json.loads(data["result"])
+    return JobRow(**data)

@@ -1,8 +1,8 @@
 """Image embedders for visual similarity: DINOv2 (the paper's), CLIP, and an offline substitute.
 
 Every embedder returns L2-normalised float32 rows, so a dot product is the cosine. Loading is
-lazy and happens once; :meth:`ImageEmbedder.embed` is synchronous and thread-safe, meant to run
-on a worker thread, never on the event loop.
+lazy and happens once per process (:mod:`iwr_bench.metrics.models`); :meth:`ImageEmbedder.embed`
+is synchronous and thread-safe, meant to run on a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from PIL import Image
 from iwr_bench._torch import import_torchvision
 from iwr_bench.errors import IwrError
 from iwr_bench.metrics.backend import Backend, resolve_device
+from iwr_bench.metrics.models import shared
 
 DINO_DEFAULT = "facebook/dinov2-base"
 CLIP_DEFAULT = ("ViT-B-32", "laion2b_s34b_b79k")
@@ -63,8 +64,12 @@ class ImageEmbedder(ABC):
 
     def _ensure(self) -> Any:
         if self._model is None:
-            self._model = self._load()
+            self._model = shared((type(self).__name__, self.device, *self._key()), self._load)
         return self._model
+
+    def _key(self) -> tuple[str, ...]:
+        """What tells this embedder's weights apart from another instance's (shared per process)."""
+        return ()
 
     def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
         """Unit-norm embeddings, one row per image."""
@@ -117,6 +122,30 @@ class DinoEmbedder(ImageEmbedder):
     def __init__(self, model: str = DINO_DEFAULT, device: str = "auto", batch_size: int = 8) -> None:
         super().__init__(device, batch_size)
         self.model_name = model
+
+    def _key(self) -> tuple[str, ...]:
+        return (self.model_name,)
+
+    def unavailable(self) -> str | None:
+        """Why the weights cannot load here (None: they can), decided without loading them.
+
+        A local folder, a hub id in the local model cache, or a reachable hub count as available.
+        """
+        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub.errors import HFValidationError
+
+        if Path(self.model_name).exists():
+            return None
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+        if not offline and hub_reachable():
+            return None
+        try:
+            found = try_to_load_from_cache(self.model_name, "config.json")
+        except (HFValidationError, ValueError):
+            found = None
+        if isinstance(found, str):
+            return None
+        return f"cannot load DINOv2 weights {self.model_name!r}: not in the local model cache, hub offline"
 
     @property
     def backend(self) -> Backend:
@@ -219,6 +248,9 @@ class ClipEmbedder(ImageEmbedder):
         super().__init__(device, batch_size)
         self.model_name = model
         self.pretrained = pretrained
+
+    def _key(self) -> tuple[str, ...]:
+        return (self.model_name, self.pretrained)
 
     @property
     def backend(self) -> Backend:

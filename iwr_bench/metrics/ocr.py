@@ -11,20 +11,25 @@ from PIL import Image
 
 from iwr_bench._torch import import_torchvision
 from iwr_bench.metrics.backend import Backend, resolve_device
+from iwr_bench.metrics.models import shared
 from iwr_bench.metrics.text import join_segments
 
 # EasyOCR's recogniser builds a DataLoader with pin_memory=True even on CPU; the warning is noise.
 warnings.filterwarnings("ignore", message="'pin_memory' argument is set as true", category=UserWarning)
 
 
+_READ_LOCK = threading.Lock()
+"""One OCR read at a time in the process: readers are shared (see :mod:`iwr_bench.metrics.models`)."""
+
+
 class EasyOcr:
-    """A lazily loaded EasyOCR reader; :meth:`read` is thread-safe (one call at a time)."""
+    """A lazily loaded EasyOCR reader (one per process and device); :meth:`read` is thread-safe."""
 
     def __init__(self, device: str = "auto", model_dir: str | None = None) -> None:
         self.device = resolve_device(device)
         self._model_dir = model_dir
         self._reader: object | None = None
-        self._lock = threading.Lock()
+        self._lock = _READ_LOCK
 
     @property
     def backend(self) -> Backend:
@@ -39,22 +44,26 @@ class EasyOcr:
 
     def _load(self) -> object:
         if self._reader is None:
-            import_torchvision()
-            import easyocr
-            import easyocr_en_models
-
-            with warnings.catch_warnings():
-                # EasyOCR quantises its CPU models with torch.ao APIs that torch now deprecates.
-                warnings.filterwarnings("ignore", message=r"torch\.ao\.quantization is deprecated")
-                warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor")
-                self._reader = easyocr.Reader(
-                    ["en"],
-                    gpu=self.device.startswith("cuda"),
-                    model_storage_directory=self._model_dir or easyocr_en_models.model_dir(),
-                    download_enabled=False,
-                    verbose=False,
-                )
+            key = ("easyocr", self.device, self._model_dir)
+            self._reader = shared(key, self._make_reader)
         return self._reader
+
+    def _make_reader(self) -> object:
+        import_torchvision()
+        import easyocr
+        import easyocr_en_models
+
+        with warnings.catch_warnings():
+            # EasyOCR quantises its CPU models with torch.ao APIs that torch now deprecates.
+            warnings.filterwarnings("ignore", message=r"torch\.ao\.quantization is deprecated")
+            warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor")
+            return easyocr.Reader(
+                ["en"],
+                gpu=self.device.startswith("cuda"),
+                model_storage_directory=self._model_dir or easyocr_en_models.model_dir(),
+                download_enabled=False,
+                verbose=False,
+            )
 
     def read(self, image: Image.Image) -> str:
         """All text in the image, lower-cased, segments joined with spaces (reading order)."""

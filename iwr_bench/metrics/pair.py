@@ -165,18 +165,24 @@ def dino_metric(
     device: str = "auto",
     fallback: str | None = "effnet-lite0",
 ) -> ThreadedMetric:
-    """DINOv2 CLS cosine; when its weights cannot load and ``fallback`` is set, a labelled substitute."""
-    embedder: ImageEmbedder = DinoEmbedder(model, device=device)
-    try:
-        embedder.load()
-    except EmbedderUnavailable as exc:
-        if fallback != "effnet-lite0":
-            raise
-        substitute = EffNetLite0Embedder(device=device)
-        metric = _embedding_metric(substitute)
-        metric.backend.note = f"{substitute.backend.note}: {str(exc).splitlines()[0][:200]}"
-        return metric
-    return _embedding_metric(embedder)
+    """DINOv2 CLS cosine; when its weights cannot load and ``fallback`` is set, a labelled substitute.
+
+    Whether the weights can load is decided without loading them (the first pair that needs a
+    value loads the model), so a run whose values are all cached loads none.
+
+    Raises:
+        EmbedderUnavailable: the weights are not available here and there is no fallback.
+    """
+    embedder = DinoEmbedder(model, device=device)
+    reason = embedder.unavailable()
+    if reason is None:
+        return _embedding_metric(embedder)
+    if fallback != "effnet-lite0":
+        raise EmbedderUnavailable(reason)
+    substitute = EffNetLite0Embedder(device=device)
+    metric = _embedding_metric(substitute)
+    metric.backend.note = f"{substitute.backend.note}: {reason[:200]}"
+    return metric
 
 
 @register("metric", "effnet-lite0")

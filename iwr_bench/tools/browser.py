@@ -7,6 +7,7 @@ network and PID namespace of its own.
 
 from __future__ import annotations
 
+import socket
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -124,9 +125,13 @@ class Tab(Protocol):
 
 
 class Browser(Protocol):
-    """A running browser that opens sandboxed tabs."""
+    """A running browser that opens sandboxed tabs (what :class:`~iwr_bench.tools.pool.PagePool` drives)."""
 
-    async def start(self) -> None:
+    async def start(self, *, launch: bool = True) -> None:
+        """Prepare the browser; with ``launch`` also start its process (else :meth:`launch` does)."""
+        ...
+
+    async def launch(self) -> None:
         """Start the browser process."""
         ...
 
@@ -138,8 +143,16 @@ class Browser(Protocol):
         """Whether the browser answers."""
         ...
 
+    async def listen(self) -> socket.socket:
+        """A listening socket on 127.0.0.1 that this browser's pages can reach."""
+        ...
+
     async def open_tab(self, setup: TabSetup) -> Tab:
         """Open a tab in a fresh browser context, load ``setup.url`` and return it."""
+        ...
+
+    async def close_tab(self, tab: Any, grace: float) -> bool:
+        """Close a tab this browser opened; False if it could not be closed in ``grace`` seconds."""
         ...
 
     async def aclose(self) -> None:

@@ -8,18 +8,17 @@ tab could not be closed (a hung renderer), is restarted before its next job.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager, nullcontext
 from typing import Literal
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from iwr_bench.tools.browser import BrowserConfig, TabSetup
+from iwr_bench.tools.browser import Browser, BrowserConfig, Tab, TabSetup
 from iwr_bench.tools.chromium import ChromiumBrowser
 from iwr_bench.tools.models import Determinism, Limits, PageSpec, SettleConfig
 from iwr_bench.tools.server import PageServer
-from iwr_bench.tools.tab import CdpTab
 from iwr_bench.tools.tools import PageTools
 
 
@@ -69,14 +68,20 @@ def _seed(spec: PageSpec, determinism: Determinism, server: PageServer) -> int:
     return determinism.seed if determinism.seed is not None else page_seed(server)
 
 
+BrowserFactory = Callable[[BrowserConfig], Browser]
+"""Builds a browser from its settings (default :class:`ChromiumBrowser`; tests may pass their own)."""
+
+
 class PagePool:
     """Hands out :class:`PageTools` over isolated tabs; use as an async context manager."""
 
-    def __init__(self, config: PoolConfig | None = None) -> None:
+    def __init__(
+        self, config: PoolConfig | None = None, browser_factory: BrowserFactory = ChromiumBrowser
+    ) -> None:
         self.config = config or PoolConfig()
         count = 1 if self.config.isolation == "context" else self.config.size
-        self.browsers = [
-            ChromiumBrowser(
+        self.browsers: list[Browser] = [
+            browser_factory(
                 self.config.browser.model_copy(
                     update={
                         "js_heap_mb": self.config.limits.js_heap_mb,
@@ -116,7 +121,7 @@ class PagePool:
             async with self._lock:
                 self._free.append(slot)
 
-    async def _ensure(self, browser: ChromiumBrowser) -> None:
+    async def _ensure(self, browser: Browser) -> None:
         async with self._lock if self.config.isolation == "context" else nullcontext():
             if not await browser.healthy():
                 self.restarts += 1
@@ -156,7 +161,7 @@ class PagePool:
                         seed=_seed(spec, determinism, server),
                         load_timeout=self.config.limits.load_timeout,
                     )
-                    tab: CdpTab | None = None
+                    tab: Tab | None = None
                     try:
                         tab = await browser.open_tab(setup)
                         tools = PageTools(tab, self.config.settle, self.config.limits)
@@ -169,7 +174,7 @@ class PagePool:
             finally:
                 await self._give(slot)
 
-    async def _close(self, browser: ChromiumBrowser, tab: CdpTab | None) -> None:
+    async def _close(self, browser: Browser, tab: Tab | None) -> None:
         if tab is not None and await browser.close_tab(tab, self.config.limits.close_timeout):
             return
         if tab is None and await browser.healthy():

@@ -31,6 +31,7 @@ from iwr_bench.engine.events import (
     MetricComputed,
     RunFinished,
     RunStarted,
+    StageFinished,
 )
 
 STREAM_CHARS = 4000
@@ -286,6 +287,8 @@ class RunState:
             case FailureEvent():
                 if view is not None:
                     view.failure, view.message = event.failure, event.message
+            case StageFinished():  # stage timings are for the work clock, not the board
+                pass
 
     def _finished(self, view: JobView, event: JobFinished) -> None:
         model = self.models.setdefault(view.model, ModelView(view.model))

@@ -202,3 +202,24 @@ def test_generate_official_sends_exactly_the_official_sheets_and_frames_of_publi
     assert record.images.sheet_names == names and record.sampling is not None
     assert record.sampling.indices == by_count[70]
     assert record.sampling.timestamps == pytest.approx([i / FPS for i in by_count[70]])
+
+
+def test_generate_takes_page_and_mutant_sources_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--model mutants:NAME`` and ``--model pages:DIR`` name the same generators as in ``iwr run``."""
+    from iwr_bench.agents.generation.config import slugify
+    from iwr_bench.engine.setup import builtin_suite
+
+    pages = tmp_path / "mine"
+    (pages / "101").mkdir(parents=True)
+    (pages / "101" / "index.html").write_text("<p>mine</p>", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["generate", "--tasks", str(builtin_suite()), "--only", "101", "--out", str(out), "--no-cache"]
+    assert main([*argv, "--model", "mutants:hours-label-changed", "--model", f"pages:{pages}"]) == 0
+    mutant = (out / "101" / "mutants_hours-label-changed" / "index.html").read_text(encoding="utf-8")
+    assert mutant and "__PLACEHOLDER" not in mutant
+    mine = out / "101" / slugify(f"pages:{pages}") / "index.html"
+    assert mine.read_text(encoding="utf-8") == "<p>mine</p>"
+    text = capsys.readouterr().out
+    assert "mutants:hours-label-changed: 1 task(s), 1 ok" in text

@@ -146,16 +146,3 @@ def build_content(
 ) -> list[UserContent]:
     """The one user message: instructions, then sheets, then frames (or the video part)."""
     return [instructions, *sheets, *video]
-
-
-def content_digest(content: Sequence[UserContent]) -> str:
-    """SHA-256 over the message's text and image bytes (part of the response cache key)."""
-    h = hashlib.sha256()
-    for part in content:
-        if isinstance(part, str):
-            h.update(b"T" + part.encode())
-        elif isinstance(part, BinaryContent):
-            h.update(b"B" + part.media_type.encode() + hashlib.sha256(part.data).digest())
-        else:
-            h.update(b"O" + repr(part).encode())
-    return h.hexdigest()

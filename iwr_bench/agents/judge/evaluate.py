@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -170,6 +170,61 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+class Measured(BaseModel):
+    """The metrics stage's output for one replay: what was compared, and the similarities (data only)."""
+
+    steps: list[int]
+    """Per pair, the replay state k."""
+    checkpoints: list[str]
+    """Per pair, the reference checkpoint's path."""
+    shots: list[str]
+    """Per pair, the replay screenshot (file name inside the evidence folder)."""
+    ocr: list[float]
+    """OCR similarity per pair (rounded to 6 places)."""
+    dino: list[float]
+    """Image-embedding similarity per pair (rounded to 6 places)."""
+    texts: list[dict[str, Any]]
+    """Official ``all_ocr_texts`` entries (empty when the OCR backend exposes no text)."""
+    backends: list[Backend]
+    """The OCR and image backends behind the numbers."""
+
+
+async def measure(
+    task: Task, replay: Replay, evidence: Path, metrics: VisualMetrics, protocol: EvalProtocol
+) -> Measured:
+    """The metrics stage: OCR and image similarity of every scored pair (no rubric, nothing written)."""
+    pairs = protocol_pairs(task, replay, protocol)
+    images = await anyio.to_thread.run_sync(_load_pairs, pairs, evidence)
+    ocr_metric: PairMetric = metrics.ocr
+    dino_metric: PairMetric = metrics.dino
+    # Rounded to 6 places before scoring: an embedder's float noise depends on the batch a pair
+    # was computed in, and a resumed run batches differently; the scores must not.
+    ocr = [round(v, 6) for v in await ocr_metric(images)]
+    dino = [round(v, 6) for v in await dino_metric(images)]
+    return Measured(
+        steps=[k for k, _, _ in pairs],
+        checkpoints=[str(cp) for _, cp, _ in pairs],
+        shots=[shot for _, _, shot in pairs],
+        ocr=ocr,
+        dino=dino,
+        texts=await _ocr_texts(ocr_metric, images, ocr),
+        backends=[ocr_metric.backend, dino_metric.backend],
+    )
+
+
+def _load_pairs(pairs: list[tuple[int, Path, str]], evidence: Path) -> list[tuple[Image.Image, Image.Image]]:
+    return [(as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs]
+
+
+async def rubric_stage(judge: Any, measured: Measured, evidence: Path) -> list[RubricResult | None]:
+    """The rubric stage: the rubric judge's answer per measured pair (None each without a judge)."""
+    pairs = [
+        (k, Path(cp), shot)
+        for k, cp, shot in zip(measured.steps, measured.checkpoints, measured.shots, strict=True)
+    ]
+    return await _rubric(judge, pairs, evidence)
+
+
 async def evaluate(
     task: Task,
     model: str,
@@ -180,22 +235,29 @@ async def evaluate(
     protocol: EvalProtocol = EvalProtocol.default,
 ) -> Evaluation:
     """Score a replay and write ``out/eval.json`` and ``out/evalpoints/<k>.png`` (every executed state)."""
-    pairs = protocol_pairs(task, replay, protocol)
-    images = [(as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs]
-    ocr_metric: PairMetric = metrics.ocr
-    dino_metric: PairMetric = metrics.dino
-    # Rounded to 6 places before scoring: an embedder's float noise depends on the batch a pair
-    # was computed in, and a resumed run batches differently; the scores must not.
-    ocr = [round(v, 6) for v in await ocr_metric(images)]
-    dino = [round(v, 6) for v in await dino_metric(images)]
-    texts = await _ocr_texts(ocr_metric, images, ocr)
-    rubric_results = await _rubric(metrics.rubric, pairs, evidence)
-    available = metrics.rubric is not None
+    measured = await measure(task, replay, evidence, metrics, protocol)
+    rubric_results = await rubric_stage(metrics.rubric, measured, evidence)
+    evaluation = assemble(task, model, replay, measured, rubric_results, metrics.rubric, protocol)
+    await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)
+    return evaluation
+
+
+def assemble(
+    task: Task,
+    model: str,
+    replay: Replay,
+    measured: Measured,
+    rubric_results: list[RubricResult | None],
+    rubric: Any,
+    protocol: EvalProtocol = EvalProtocol.default,
+) -> Evaluation:
+    """The :class:`Evaluation` of a replay from its measured pairs and rubric answers (pure)."""
+    ocr, dino, steps = measured.ocr, measured.dino, measured.steps
+    available = rubric is not None
     mllm = [round(r.score / 100, 6) for r in rubric_results if r is not None]
-    _write_evalpoints(evidence, out / "evalpoints", replay)
     official = protocol == EvalProtocol.official
-    counted = counted_pairs(len(pairs), replay.success_steps) if official else len(pairs)
-    keys = list(range(counted)) if official else [k for k, _, _ in pairs[:counted]]
+    counted = counted_pairs(len(steps), replay.success_steps) if official else len(steps)
+    keys = list(range(counted)) if official else steps[:counted]
     hvs: list[float | None] = list(mllm[:counted]) if available else [None] * counted
     score = TaskScore(
         total_steps=replay.total_steps,
@@ -206,13 +268,13 @@ async def evaluate(
     )
     shown = hvs_as_zero(score) if protocol == EvalProtocol.official else score
     avg = [(m + d + o) / 3 for m, d, o in zip(mllm, dino, ocr, strict=True)] if mllm and dino and ocr else []
-    evaluation = Evaluation(
+    return Evaluation(
         task_id=task.id,
         model=model,
         protocol=protocol,
         total_step=replay.total_steps,
         success_step=replay.success_steps,
-        screenshot_paths_to_eval=[f"evalpoints/{k}.png" for k, _, _ in pairs],
+        screenshot_paths_to_eval=[f"evalpoints/{k}.png" for k in steps],
         all_mllm_scores=mllm,
         all_dino_scores=dino,
         all_ocr_scores=ocr,
@@ -222,10 +284,10 @@ async def evaluate(
         ocr_score=_mean(ocr),
         avg_score=_mean(avg),
         all_mllm_res=[_raw_answer(r) for r in rubric_results if r is not None],
-        all_ocr_texts=texts,
+        all_ocr_texts=measured.texts,
         assertion_results=_assertion_results(task, replay),
-        scored_steps=[k for k, _, _ in pairs],
-        pair_checkpoints=[cp.name for _, cp, _ in pairs],
+        scored_steps=list(steps),
+        pair_checkpoints=[Path(cp).name for cp in measured.checkpoints],
         counted_pairs=counted,
         hvs_available=available,
         ifs=score.ifs,
@@ -234,17 +296,21 @@ async def evaluate(
         vfs=shown.vfs,
         final=shown.final,
         lvs_only=score.lvs_only,
-        backends=[ocr_metric.backend, dino_metric.backend, *_rubric_backend(metrics.rubric)],
-        rubric_judge=None if metrics.rubric is None else metrics.rubric.name,
+        backends=[*measured.backends, *_rubric_backend(rubric)],
+        rubric_judge=None if rubric is None else rubric.name,
         rubric_results=[r for r in rubric_results if r is not None],
         rubric_errors=sum(1 for r in rubric_results if r is not None and r.error),
         replay=replay,
         undetermined_rate=replay.undetermined_rate(),
     )
+
+
+def write_evaluation(evaluation: Evaluation, evidence: Path, out: Path) -> None:
+    """Write ``out/evalpoints/<k>.png`` (every executed state), then ``out/eval.json`` (atomically)."""
+    _write_evalpoints(evidence, out / "evalpoints", evaluation.replay)
     tmp = out / ".eval.json.tmp"
     tmp.write_text(json.dumps(evaluation.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
     tmp.replace(out / "eval.json")
-    return evaluation
 
 
 def _assertion_results(task: Task, replay: Replay) -> list[dict[str, Any] | None]:
@@ -296,6 +362,12 @@ async def _ocr_texts(
             for (a, b), s in zip(images, similarity, strict=True)
         ]
 
+    exclusive = getattr(metric, "exclusive", None)  # the engine's batching wrapper: its limit and clock
+    if callable(exclusive):
+        run = cast(
+            "Callable[[Callable[[], list[dict[str, Any]]]], Awaitable[list[dict[str, Any]]]]", exclusive
+        )
+        return await run(read_all)
     return await anyio.to_thread.run_sync(read_all)
 
 

@@ -1,0 +1,89 @@
+"""The pipeline's stages end to end: the built-in suite with a cold metric cache, then warm.
+
+One invocation runs the built-in suite (baselines oracle, screenshot and blank; offline judges)
+twice over the same, initially empty, metric cache: first cold (every OCR and embedding value
+computed), then warm (every value cached, the metric models dropped first as in a new process).
+Printed per run: wall time, each stage's busy time (wall time with some of that stage's work in
+progress), the engine's overhead, each limit's idle time, the overlap ratio (sum of the stages'
+busy times over the wall time: above 1 when stages ran at once), the wall time over the metric
+stage's busy time (1.0: nothing ever waited on anything but the metrics), the metric models
+loaded, and the leaderboard (Final, x100), which must be the same for both runs.
+
+Targets on a 2-core machine: cold wall <= 1.15x the metric stage's busy time, warm wall < 5 s.
+
+Usage: ``.venv/bin/python benchmarks/bench_stages.py [--only 101,102] [--pages N] [--cache-dir D]``
+(the machine's load average is printed, since the numbers depend on it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from iwr_bench.engine.config import parse_run_config
+from iwr_bench.engine.run import Engine, RunOutcome, run_summary
+from iwr_bench.metrics import models
+
+
+def _run(only: list[int], pages: int | None, cache: Path, out: Path) -> tuple[RunOutcome, dict[str, Any]]:
+    limits: dict[str, Any] = {} if pages is None else {"browser_pages": pages}
+    config = parse_run_config(
+        {"only": only, "limits": limits, "metrics": {"cache": True, "cache_dir": str(cache)}}, "bench"
+    )
+    engine = Engine(config, out)
+    engine.prepare()
+    outcome = anyio.run(engine.run)
+    if outcome.status != "completed":
+        raise SystemExit(f"run in {out} ended {outcome.status}: {outcome.message}")
+    assert engine.store is not None
+    return outcome, run_summary(engine.store)["models"]
+
+
+def _report(label: str, o: RunOutcome, loads: int, board: dict[str, Any]) -> None:
+    busy = o.work_s
+    overlap = sum(busy.values()) / o.wall_s if o.wall_s else 0.0
+    metric = busy.get("metrics", 0.0)
+    per_metric = f"{o.wall_s / metric:.2f}x" if metric else "n/a"
+    print(f"{label}: wall {o.wall_s:.1f} s, {o.actions} actions, metric models loaded: {loads}")
+    print(
+        "  busy s: " + ", ".join(f"{k} {v:.1f}" for k, v in busy.items()) + f"; overhead {o.overhead_s:.1f}"
+    )
+    print("  idle s: " + ", ".join(f"{k} {v:.1f}" for k, v in o.limit_idle_s.items()))
+    print(f"  overlap ratio (sum of busy / wall) {overlap:.2f}; wall / metrics busy {per_metric}")
+    print("  Final: " + "  ".join(f"{m} {v['final']:.2f}" for m, v in board.items()), flush=True)
+
+
+def main() -> None:
+    """Run cold, then warm, and print both."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated task ids (default: the whole suite)")
+    parser.add_argument("--pages", type=int, default=None, help="browser pages (default: adaptive)")
+    parser.add_argument("--cache-dir", type=Path, help="metric cache (default: a fresh, empty one)")
+    args = parser.parse_args()
+    only = [int(x) for x in args.only.split(",") if x.strip()]
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    suite = f"built-in suite{' ' + str(only) if only else ''}"
+    print(f"stage benchmark: {suite}, cores {os.cpu_count()}, load {load}")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        cache = args.cache_dir or root / "cache"
+        before = models.load_count()
+        cold, cold_board = _run(only, args.pages, cache, root / "cold")
+        _report("cold", cold, models.load_count() - before, cold_board)
+        models.forget()  # as in a new process: a warm run must load nothing
+        before = models.load_count()
+        warm, warm_board = _run(only, args.pages, cache, root / "warm")
+        _report("warm", warm, models.load_count() - before, warm_board)
+    same = {m: v["final"] for m, v in cold_board.items()} == {m: v["final"] for m, v in warm_board.items()}
+    print(f"leaderboard identical cold/warm: {same}")
+    print(f"targets: cold wall / metrics busy <= 1.15; warm wall < 5 s (got {warm.wall_s:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

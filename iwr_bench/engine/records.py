@@ -1,0 +1,134 @@
+"""The engine's typed records: job status, failure class, and the one score record.
+
+:class:`Scores` holds the numbers of one judged (task, model) pair, declared once; the store's
+``scores`` table is made from :class:`ScoreRow`'s fields and read back by name, events carry
+:meth:`Scores.as_event`, and the summary aggregates the rows.
+"""
+
+from __future__ import annotations
+
+import types
+from enum import StrEnum
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+
+class JobStatus(StrEnum):
+    """Where a job stands."""
+
+    queued = "queued"
+    """Waiting for its inputs or a limit (also: reopened for a retry)."""
+    running = "running"
+    """Started in this or an earlier, interrupted session."""
+    done = "done"
+    """Finished with a result."""
+    failed = "failed"
+    """Finished with a recorded failure (a judging job is still scored)."""
+    skipped = "skipped"
+    """Finished in an earlier session (events only: never stored)."""
+
+
+FINISHED = frozenset({JobStatus.done, JobStatus.failed})
+"""Statuses a resume does not redo (``failed`` only without ``--retry-failed``)."""
+
+
+class FailureClass(StrEnum):
+    """Why a job, or a replay, did not succeed."""
+
+    no_page = "no_page"
+    """There was no page to replay (its generation failed or wrote none)."""
+    page_load_failed = "page_load_failed"
+    """The page did not load."""
+    page_crashed = "page_crashed"
+    """The page's renderer crashed or hung."""
+    timeout = "timeout"
+    """A deadline passed (a step, the job, the generation)."""
+    stalled = "stalled"
+    """No sign of life for ``stall_after_s`` (the watchdog stopped it)."""
+    judge_error = "judge_error"
+    """A judge model failed after its retries."""
+    engine_error = "engine_error"
+    """A bug or an unexpected error in the engine."""
+    generation_error = "generation_error"
+    """The generation failed (``generation_error:<kind>`` in the jobs table)."""
+    cancelled = "cancelled"
+    """Cancelled by the user."""
+
+
+INFRA_FAILURES = frozenset(
+    {
+        FailureClass.no_page,
+        FailureClass.page_load_failed,
+        FailureClass.page_crashed,
+        FailureClass.timeout,
+        FailureClass.stalled,
+        FailureClass.judge_error,
+    }
+)
+"""Failure classes that are not the model's mistake (counted apart in summaries)."""
+
+
+class Scores(BaseModel):
+    """The numbers of one judged (task, model) pair (fractions 0-1)."""
+
+    total_steps: int
+    """Number of actions."""
+    success_steps: int
+    """Length of the successful prefix."""
+    ifs: float
+    """Interaction fidelity."""
+    lvs: float
+    """Mean low-level visual score over the counted pairs."""
+    hvs: float | None
+    """Mean rubric score, None when no rubric judge ran."""
+    vfs: float
+    """Visual fidelity."""
+    final: float
+    """0.7 IFS + 0.3 VFS."""
+
+    def as_event(self) -> dict[str, float | None]:
+        """The scores as a job-finished event carries them (steps as numbers)."""
+        return {
+            "ifs": self.ifs,
+            "lvs": self.lvs,
+            "hvs": self.hvs,
+            "vfs": self.vfs,
+            "final": self.final,
+            "success_steps": float(self.success_steps),
+            "total_steps": float(self.total_steps),
+        }
+
+
+class ScoreRow(Scores):
+    """One row of the store's ``scores`` table: a judged job's scores and where its eval.json is."""
+
+    job: str
+    """Judging job id (``judge/<task>/<model>``)."""
+    task_id: int
+    """Task id."""
+    model: str
+    """Model (results-folder slug)."""
+    lvs_only: bool
+    """No rubric judge ran: VFS is LVS alone."""
+    failure: str | None
+    """The replay's failure class (a model mistake or an infrastructure failure), if any."""
+    eval_path: str
+    """eval.json, relative to the run folder."""
+
+
+_SQL_TYPES: dict[Any, str] = {int: "INTEGER", float: "REAL", bool: "INTEGER", str: "TEXT"}
+
+
+def sql_columns(model: type[BaseModel], key: str) -> str:
+    """``CREATE TABLE`` column definitions from a record's fields (``key`` is the primary key)."""
+    columns: list[str] = []
+    for name, info in model.model_fields.items():
+        kind: Any = info.annotation
+        nullable = get_origin(kind) in (Union, types.UnionType) and type(None) in get_args(kind)
+        if nullable:
+            kind = next(a for a in get_args(kind) if a is not type(None))
+        sql = _SQL_TYPES[kind]
+        suffix = " PRIMARY KEY" if name == key else ("" if nullable else " NOT NULL")
+        columns.append(f"{name} {sql}{suffix}")
+    return ", ".join(columns)

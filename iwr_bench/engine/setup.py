@@ -1,0 +1,280 @@
+"""A run's set-up: its tasks, generators, metrics and browser pool, and the manifest that records them.
+
+Everything a user can get wrong fails here, in one line, before any work starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from iwr_bench.agents.generation import (
+    AgentCaller,
+    Budget,
+    BudgetedCaller,
+    CachingCaller,
+    Generator,
+    LVLMGenerator,
+    ModelConfig,
+    ResponseCache,
+    RetryingCaller,
+    RetryPolicy,
+    build_model,
+)
+from iwr_bench.agents.generation.calls import Caller
+from iwr_bench.agents.generation.official import describe, for_protocol
+from iwr_bench.agents.generation.prompt import PromptFile
+from iwr_bench.agents.judge.evaluate import VisualMetrics
+from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
+from iwr_bench.dataset.layout import Task, load_tasks, unreadable
+from iwr_bench.engine.batching import BatchingMetric
+from iwr_bench.engine.config import RunConfig, generator_design, is_baseline, provider_of
+from iwr_bench.engine.deadlines import Background
+from iwr_bench.engine.jobs import record_digest
+from iwr_bench.engine.judges import JudgeSet
+from iwr_bench.engine.limits import LimitedCaller, Limits
+from iwr_bench.errors import UserError
+from iwr_bench.metrics.cache import MetricCache
+from iwr_bench.metrics.pair import CachedMetric, PairMetric
+from iwr_bench.protocol import EvalProtocol
+from iwr_bench.registry import build
+from iwr_bench.tools.jail import containment_level
+from iwr_bench.tools.models import Limits as PageLimits
+from iwr_bench.tools.models import SettleConfig
+from iwr_bench.tools.pool import PoolConfig
+
+PACKAGES = (
+    "iwr-bench",
+    "anyio",
+    "browser-use",
+    "pydantic-ai-slim",
+    "pydantic",
+    "aiohttp",
+    "imagehash",
+    "open_clip_torch",
+    "torch",
+    "torchvision",
+    "transformers",
+    "easyocr",
+    "textual",
+    "av",
+)
+"""Packages whose versions shape results (recorded in the manifest)."""
+
+
+def builtin_suite() -> Path:
+    """The built-in suite's ``data.jsonl``."""
+    return Path(__file__).resolve().parent.parent / "suites" / "sample" / "data.jsonl"
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages that shape results."""
+    out: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def chromium_version() -> str:
+    """``chromium --version``, or why it is unknown."""
+    binary = os.environ.get("IWR_CHROMIUM", "/usr/bin/chromium")
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc})"
+    return (done.stdout or done.stderr).strip() or "unknown"
+
+
+def preload_libraries() -> None:
+    """Import the heavy libraries judges and metrics use (torch, torchvision, transformers) before
+    any deadline starts: the import takes seconds on a busy machine, and a judge call that paid for
+    it (the heuristic grounder's sentence embedder, on its first call) could miss its deadline.
+
+    Loads no model; call it off the event loop.
+    """
+    from iwr_bench._torch import import_torchvision
+
+    import_torchvision()
+    importlib.import_module("transformers")
+
+
+def load_run_tasks(cfg: RunConfig) -> tuple[list[Task], Path, list[dict[str, Any]]]:
+    """The tasks a run covers, where they come from, and the records that could not be read.
+
+    Raises:
+        UserError: a missing source, unknown ids, or no readable task.
+    """
+    source = builtin_suite() if cfg.tasks == "builtin" else Path(cfg.tasks).expanduser()
+    if not source.exists():
+        raise UserError(f"tasks: {source} does not exist")
+    task_set = load_tasks(source)
+    skipped = [p.model_dump(mode="json") for p in unreadable(task_set, skip_invalid=cfg.skip_invalid)]
+    tasks = task_set.tasks
+    if cfg.only:
+        missing = sorted(set(cfg.only) - {t.id for t in tasks})
+        if missing:
+            raise UserError(f"task id(s) not in {source}: {', '.join(map(str, missing))}")
+        tasks = [t for t in tasks if t.id in set(cfg.only)]
+    if not tasks:
+        raise UserError(f"{source} holds no readable task (run `iwr tasks validate {source}`)")
+    return tasks, source, skipped
+
+
+class GeneratorFactory:
+    """Builds each model's generator: a registered design, or a model behind the call wrappers
+    (provider limit, retries, budget, response cache)."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        limits: Limits,
+        cache_dir: Path,
+        overrides: dict[str, Any],
+        prompt: PromptFile | None,
+    ) -> None:
+        self.cfg = cfg
+        self.limits = limits
+        self.cache_dir = cache_dir
+        self.overrides = overrides
+        self.prompt = prompt
+        self.budget = Budget(cfg.budget_usd or None)
+
+    def __call__(self, m: ModelConfig) -> Generator:
+        """The generator of one model entry."""
+        design = generator_design(m)
+        if design is not None and m.slug not in self.overrides:
+            generator, _ = build("generator", design[0], design[1])
+            return generator
+        protocol = self.cfg.protocol
+        m, preset = for_protocol(m, protocol)
+        model = self.overrides.get(m.slug) or build_model(m)
+        limit = self.limits.provider(provider_of(m))
+        policy = RetryPolicy(retries=m.retries, attempt_timeout=m.timeout * 1.5 + 5)
+        caller: Caller = RetryingCaller(LimitedCaller(AgentCaller(model, price=m.price), limit), policy)
+        caller = BudgetedCaller(caller, self.budget)
+        caller = CachingCaller(caller, ResponseCache(self.cache_dir))
+        return LVLMGenerator(m, caller, model=model, protocol=protocol, preset=preset, prompt=self.prompt)
+
+    def manifest(self) -> dict[str, Any]:
+        """Protocol, prompt file, and per model the preset and settings in effect."""
+        protocol, prompt = self.cfg.protocol, self.prompt
+        models = [m for m in self.cfg.models if not is_baseline(m) or m.slug in self.overrides]
+        return {
+            "protocol": protocol.value,
+            "prompt_file": prompt.path if prompt else None,
+            "prompt_file_sha256": prompt.sha256 if prompt else None,
+            "models": {m.slug: describe(m, *for_protocol(m, protocol)) for m in models},
+        }
+
+
+@asynccontextmanager
+async def opened_generators(generators: dict[str, Generator]) -> AsyncGenerator[None]:
+    """Open the generators that hold connections (model clients) for the time of a run."""
+    async with AsyncExitStack() as stack:
+        for generator in generators.values():
+            if isinstance(generator, LVLMGenerator):
+                await stack.enter_async_context(generator)
+        yield
+
+
+def build_metrics(
+    cfg: RunConfig,
+    limits: Limits,
+    timer: Callable[[], AbstractContextManager[None]],
+    background: Background,
+    rubric: Any,
+) -> VisualMetrics:
+    """The run's metrics: each design cached (across runs) and batched under the metric-workers limit.
+
+    Builds no model: models load when a value is first missing from the cache.
+    """
+    m = cfg.metrics
+    cache = MetricCache.default(m.cache_dir or None) if m.cache else None
+    context: dict[str, Any] = {
+        "device": m.device,
+        "cache_dir": (m.cache_dir or "") if m.cache else None,
+        "model": m.dino,
+        "fallback": "effnet-lite0" if m.dino_fallback else None,
+    }
+    ocr, _ = build("metric", m.ocr_design, context=context)
+    dino, _ = build("metric", m.image_design, context=context)
+
+    def wrap(metric: PairMetric) -> PairMetric:
+        timeout = cfg.limits.metric_timeout_s
+        cached = CachedMetric(metric, cache)
+        return BatchingMetric(cached, limits.metric, timer=timer, timeout=timeout, background=background)
+
+    extra: dict[str, Any] = {} if rubric is None else {"rubric": rubric}
+    return VisualMetrics(ocr=wrap(ocr), dino=wrap(dino), **extra)
+
+
+def pool_config(cfg: RunConfig) -> PoolConfig:
+    """The browser pool of a run: its page count, settling and per-page limits."""
+    b = cfg.browser
+    return PoolConfig(
+        size=cfg.limits.browser_pages,
+        settle=SettleConfig(mode="fixed" if cfg.protocol == EvalProtocol.official else b.settle),
+        limits=PageLimits(action_timeout=b.action_timeout_s, load_timeout=b.load_timeout_s),
+    )
+
+
+def run_manifest(
+    cfg: RunConfig,
+    tasks: list[Task],
+    source: Path,
+    skipped: list[dict[str, Any]],
+    pool: PoolConfig,
+    metrics: VisualMetrics,
+    judges: JudgeSet,
+    generation: dict[str, Any],
+) -> dict[str, Any]:
+    """What the run used: versions, settings, seeds, sampling, backends, judges, policies."""
+    return {
+        "config": cfg.model_dump(mode="json"),
+        "tasks_source": str(source),
+        "task_ids": [t.id for t in tasks],
+        "skipped_records": skipped,
+        "task_digests": {str(t.id): record_digest(t) for t in tasks},
+        "models": cfg.model_slugs,
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "os": platform.platform(),
+        "chromium": chromium_version(),
+        "browser": {
+            "settle": pool.settle.model_dump(mode="json"),
+            "determinism": pool.determinism.model_dump(mode="json"),
+            "limits": pool.limits.model_dump(mode="json"),
+            "isolation": pool.isolation,
+            "containment": containment_level(),
+        },
+        "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
+        "generation": generation,
+        "metric_backends": [metrics.ocr.backend.model_dump(), metrics.dino.backend.model_dump()],
+        "judges": judges.describe(),
+        "policies": {
+            "judge_error": cfg.judge.judge_error_policy,
+            "undetermined": cfg.judge.undetermined_policy,
+        },
+    }
+
+
+def check_resumable(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Refuse to continue a run whose tasks or models changed since it started.
+
+    Raises:
+        UserError: naming what changed.
+    """
+    for key in ("task_digests", "models"):
+        if old.get(key) != new.get(key):
+            raise UserError(f"cannot resume: the run's {key.replace('_', ' ')} changed since it started")

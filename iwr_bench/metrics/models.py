@@ -1,0 +1,83 @@
+"""Metric models shared by the whole process: each is loaded once, lazily, when first needed.
+
+A metric asks for its model only when it has a value to compute (not in the cache, not a
+pixel-identical pair), so a run whose values are all cached loads none. :func:`load_count`
+counts the loads of this process (tests and benchmarks read it); :func:`forget` drops the
+loaded models so the next need loads them again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_models: dict[Hashable, Any] = {}
+_loads: list[Hashable] = []
+_key_locks: dict[Hashable, threading.Lock] = {}
+_threads_set = False
+
+
+def metric_threads() -> int:
+    """CPU threads the metric models compute with: ``$IWR_METRIC_THREADS``, else half the cores.
+
+    The other half is left to the browser pages, which replay while metrics run: on 2 cores a
+    model on both starves Chromium (its judge calls then miss their deadlines).
+    """
+    configured = os.environ.get("IWR_METRIC_THREADS", "")
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
+def _limit_threads() -> None:
+    global _threads_set
+    if not _threads_set:
+        import torch
+
+        torch.set_num_threads(metric_threads())
+        _threads_set = True
+
+
+def shared(key: Hashable, load: Callable[[], T]) -> T:
+    """The model ``key`` names, loading it with ``load`` the first time (thread-safe).
+
+    A failed load raises and is tried again at the next need. The first load also sets how many
+    CPU threads the models compute with (:func:`metric_threads`).
+    """
+    with _lock:
+        if key in _models:
+            return _models[key]
+        _limit_threads()
+        key_lock = _key_locks.setdefault(key, threading.Lock())
+    with key_lock:  # one load per model; other models load (and are used) meanwhile
+        with _lock:
+            if key in _models:
+                return _models[key]
+        model = load()
+        with _lock:
+            _models[key] = model
+            _loads.append(key)
+        return model
+
+
+def load_count() -> int:
+    """How many models this process has loaded."""
+    with _lock:
+        return len(_loads)
+
+
+def loaded() -> list[Hashable]:
+    """Keys of the models this process loaded, in load order."""
+    with _lock:
+        return list(_loads)
+
+
+def forget() -> None:
+    """Drop every loaded model (the next need loads it again); the load count stays."""
+    with _lock:
+        _models.clear()
