@@ -10,6 +10,7 @@ from official_data import cut_builtin_tasks
 from PIL import Image
 
 from iwr_bench.cli import main
+from iwr_bench.suites.build import SAMPLE
 
 
 def write_page(folder: Path, body: str) -> Path:
@@ -27,7 +28,11 @@ def _official_tree(tmp_path: Path) -> tuple[Path, Path]:
     results = tmp_path / "results"
     for r in keep:
         tid = str(r["id"])
+        # A model's page refers to the anonymised assets through the placeholder; the recorded
+        # bundle names the site's own paths, which the task's asset map turns into those names.
         html = (data / "data" / tid / "reference" / "index.html").read_text()
+        for site_path, anon in json.loads((SAMPLE / "asset_maps" / f"{tid}.json").read_text()).items():
+            html = html.replace(f'"{site_path}"', f'"__PLACEHOLDER_ASSETS_BASE_DIR__/{anon}"')
         official = html.replace("__PLACEHOLDER_ASSETS_BASE_DIR__/", f"../../../data/data/{tid}/assets/")
         assert official != html
         if tid == "101":

@@ -135,6 +135,8 @@ out('sent');
 
 _MEMORY = """<!doctype html><html><body><p id="out">eating</p><script>
 const keep = [];
+// 1.5 GiB at once, before the page has loaded, so it is over the bound whatever the judge does next.
+for (let i = 0; i < 24; i++) { const b = new Uint8Array(64 * 1024 * 1024); b.fill(7); keep.push(b); }
 function eat() {
   for (let i = 0; i < 4; i++) { const b = new Uint8Array(64 * 1024 * 1024); b.fill(7); keep.push(b); }
   document.getElementById('out').textContent = 'held ' + keep.length * 64 + ' MiB';
