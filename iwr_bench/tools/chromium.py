@@ -113,11 +113,10 @@ class ChromiumBrowser:
 
     async def _start_process(self, args: list[str]) -> ChromiumProcess:
         """Start Chromium; a start that crashes (seen rarely under heavy load) is tried twice more."""
-        assert self._tg is not None
         for attempt in range(3):
             process = ChromiumProcess(self.config.executable, args, self.config.start_timeout)
             try:
-                await process.start(self._tg)
+                await process.start()
             except BrowserStartError:
                 if attempt == 2:
                     raise

@@ -22,7 +22,6 @@ from pathlib import Path
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
-from anyio.abc import TaskGroup
 
 from iwr_bench.tools.devtools_pipe import PIPE_FLAG, DevToolsPipes, PipeBridge
 from iwr_bench.tools.errors import BrowserStartError
@@ -138,11 +137,8 @@ class ChromiumProcess:
         env.update(TMPDIR=str(tmp), TMP=str(tmp), TEMP=str(tmp), HOME=str(self.root), CHROME_HEADLESS="1")
         return env
 
-    async def start(self, tg: TaskGroup) -> None:
-        """Start Chromium with DevTools on pipes and serve them as a WebSocket on 127.0.0.1.
-
-        ``tg`` is kept for callers that start helpers with the browser; the bridge serves itself."""
-        del tg
+    async def start(self) -> None:
+        """Start Chromium with DevTools on pipes and serve them as a WebSocket on 127.0.0.1."""
         try:
             with anyio.fail_after(self.start_timeout):
                 await anyio.to_thread.run_sync(self.jail.start)
