@@ -44,6 +44,8 @@ class _Batch:
     requests: list[_Request]
     deadline: float
     """Loop time by which the batch must be done."""
+    seconds: float
+    """Its time limit (the deadline less its start)."""
     finished: anyio.Event = field(default_factory=anyio.Event)
 
     def settle(self, values: list[float] | None, error: BaseException | None) -> None:
@@ -70,6 +72,7 @@ class BatchingMetric:
         max_batch: int = 32,
         timer: Callable[[], AbstractContextManager[None]] = nullcontext,
         timeout: float = 300.0,
+        pair_timeout: float = 0.0,
         background: Background | None = None,
     ) -> None:
         self.inner = inner
@@ -79,7 +82,9 @@ class BatchingMetric:
         self.window = window
         self.max_batch = max_batch
         self.timeout = timeout
-        """Longest one batch may take once started."""
+        """Longest one batch may take once started, before ``pair_timeout`` per pair it holds."""
+        self.pair_timeout = pair_timeout
+        """Extra time per pair: a full batch on a busy machine takes far longer than a small one."""
         self.background = background
         self._pending: list[_Request] = []
         self.batches = 0
@@ -134,8 +139,8 @@ class BatchingMetric:
         """
         with queued():
             async with self.limit:
-                with bounded_step(self.step, self.timeout), self.timer():
-                    with anyio.fail_after(self.timeout):
+                with bounded_step(self.step, self._limit(1)), self.timer():
+                    with anyio.fail_after(self._limit(1)):
                         return await anyio.to_thread.run_sync(work)
 
     def _take(self) -> _Batch | None:
@@ -147,10 +152,14 @@ class BatchingMetric:
             size += len(r.pairs)
         if not taken:
             return None
-        batch = _Batch(taken, anyio.current_time() + self.timeout)
+        seconds = self._limit(size)
+        batch = _Batch(taken, anyio.current_time() + seconds, seconds)
         for r in taken:
             r.batch = batch
         return batch
+
+    def _limit(self, pairs: int) -> float:
+        return self.timeout + self.pair_timeout * pairs
 
     async def _compute(self, batch: _Batch) -> None:
         pairs = [p for r in batch.requests for p in r.pairs]
@@ -174,7 +183,7 @@ class BatchingMetric:
             return
         # No background: the batch runs in this caller's task (a thread it waits on holds it).
         try:
-            with bounded_step(self.step, self.timeout), anyio.move_on_after(self.timeout):
+            with bounded_step(self.step, batch.seconds), anyio.move_on_after(batch.seconds):
                 await self._compute(batch)
         except BaseException:
             for r in batch.requests:  # cancelled: the other callers take their requests back
@@ -193,4 +202,4 @@ class BatchingMetric:
     def _expire(self, batch: _Batch) -> None:
         if not batch.finished.is_set():
             self.timeouts += 1
-            batch.settle(None, StepTimeout(self.step, self.timeout))
+            batch.settle(None, StepTimeout(self.step, batch.seconds))

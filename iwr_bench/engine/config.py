@@ -60,9 +60,10 @@ A complete run file (every key is optional; the values shown are the defaults)::
     providers = { openai = 8 }
     recover_after_s = 30          # adaptive limits grow back after this long without a 429
     generation_timeout_s = 3600   # one generation job, waiting for its provider included
-    judge_timeout_s = 1200        # one judging job, from the moment it has its browser page
+    judge_timeout_s = 1200        # one job's replay, from the moment it has its browser page
     judge_call_timeout_s = 300    # one grounder / assertion judge / rubric call (queue included)
-    metric_timeout_s = 300        # one metric batch, once started
+    metric_timeout_s = 300        # one metric batch, once started ...
+    metric_pair_timeout_s = 30    # ... plus this per screenshot pair in it
     stall_after_s = 180           # a judging job silent this long (outside the steps above) is failed
 
     [browser]

@@ -159,11 +159,14 @@ class LimitSettings(BaseModel):
     generation_timeout_s: float = Field(default=3600.0, gt=0)
     """Longest one generation job may take (waiting for its provider included): then ``timeout``."""
     judge_timeout_s: float = Field(default=1200.0, gt=0)
-    """Longest one judging job may take once it has its browser page: then ``timeout``."""
+    """Longest the replay of one judging job may take once it has its browser page: then ``timeout``
+    (its later stages have deadlines of their own: each metric batch and judge call)."""
     judge_call_timeout_s: float = Field(default=300.0, gt=0)
     """Longest one grounder, assertion-judge or rubric call may take (waiting for a slot included)."""
     metric_timeout_s: float = Field(default=300.0, gt=0)
-    """Longest one metric batch may take once started."""
+    """Longest one metric batch may take once started, before ``metric_pair_timeout_s`` per pair."""
+    metric_pair_timeout_s: float = Field(default=30.0, ge=0)
+    """Extra time a metric batch gets per screenshot pair it holds (a batch holds up to 32)."""
     stall_after_s: float = Field(default=180.0, gt=0)
     """A judging job with no sign of life this long, outside a step with its own deadline or a
     queue, is failed as ``stalled`` and its browser page freed."""

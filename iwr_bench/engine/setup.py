@@ -211,9 +211,11 @@ def build_metrics(
     dino, _ = build("metric", m.image_design, context=context)
 
     def wrap(metric: PairMetric) -> PairMetric:
-        timeout = cfg.limits.metric_timeout_s
+        timeout, per_pair = cfg.limits.metric_timeout_s, cfg.limits.metric_pair_timeout_s
         cached = CachedMetric(metric, cache)
-        return BatchingMetric(cached, limits.metric, timer=timer, timeout=timeout, background=background)
+        return BatchingMetric(
+            cached, limits.metric, timer=timer, timeout=timeout, pair_timeout=per_pair, background=background
+        )
 
     extra: dict[str, Any] = {} if rubric is None else {"rubric": rubric}
     return VisualMetrics(ocr=wrap(ocr), dino=wrap(dino), **extra)

@@ -8,6 +8,7 @@ Every job runs inside :meth:`Recorder.job`, which records its end (or its failur
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from collections.abc import Generator as Gen
@@ -190,7 +191,7 @@ class PairStages:
             message = f"no progress for {limits.stall_after_s:g} s ({watch.progress.where()})"
         else:
             failure = FailureClass.timeout
-            message = f"judging took over {limits.judge_timeout_s:g} s ({watch.progress.where()})"
+            message = f"replay took over {limits.judge_timeout_s:g} s ({watch.progress.where()})"
         handle.fail(failure, message)
 
     async def _replay_then_score(
@@ -205,6 +206,9 @@ class PairStages:
             with self.stage(handle.id, StageName.replay):
                 replay = await executor.replay(task, page if page.is_dir() else None, out / "evidence")
                 self.text.flush(handle.id)
+        # The job's deadline bounds its replay. Later stages wait in queues that grow with the run
+        # (metrics are the slowest stage by design) and each batch or judge call has its own deadline.
+        watch.scope.deadline = math.inf
         return await self._score_stages(handle.id, task, handle.model, replay, out, metrics)
 
     async def _score_stages(

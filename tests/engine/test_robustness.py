@@ -98,6 +98,41 @@ async def test_a_metric_batch_stuck_in_a_thread_frees_its_callers_at_the_deadlin
     assert batching.timeouts == 1
 
 
+class _SlowPerPair:
+    """A metric that takes a fixed time per pair (OCR on a busy machine)."""
+
+    def __init__(self, per_pair_s: float) -> None:
+        self.per_pair_s = per_pair_s
+
+    @property
+    def backend(self) -> Backend:
+        return Backend(metric="ocr", engine="test")
+
+    async def __call__(self, pairs: list[Pair]) -> list[float]:
+        await anyio.to_thread.run_sync(time.sleep, self.per_pair_s * len(pairs))
+        return [0.5] * len(pairs)
+
+
+@pytest.mark.anyio
+async def test_a_metric_batch_deadline_grows_with_the_pairs_it_holds() -> None:
+    # Six pairs at 0.2 s each take 1.2 s: past a flat 0.5 s deadline, inside 0.5 s + 0.3 s per pair.
+    from PIL import Image
+
+    from iwr_bench.engine.batching import BatchingMetric
+
+    image = Image.new("RGB", (8, 8))
+    pairs = [(image, image)] * 6
+    async with Background() as background:
+        flat = BatchingMetric(_SlowPerPair(0.2), NamedLimit("a", 1), timeout=0.5, background=background)
+        with pytest.raises(StepTimeout, match=r"took over 0\.5 s"):
+            await flat(pairs)
+        scaled = BatchingMetric(
+            _SlowPerPair(0.2), NamedLimit("b", 1), timeout=0.5, pair_timeout=0.3, background=background
+        )
+        assert await scaled(pairs) == [0.5] * 6
+        assert scaled.timeouts == 0
+
+
 # -- hostile pages in one run -----------------------------------------------------------------------
 
 
@@ -202,7 +237,7 @@ async def test_hostile_pages_never_stop_the_others(
     assert engine.store is not None
     job = engine.store.job("judge/1/vllm_hang")
     assert job is not None and (job.status, job.failure) == ("failed", "timeout")
-    assert "judging took over 10 s" in job.message
+    assert "replay took over 10 s" in job.message
 
 
 # -- the run-folder lock -----------------------------------------------------------------------------
