@@ -25,6 +25,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from iwr_bench.agents.events import ActionExecuted as AgentActionExecuted
+from iwr_bench.agents.events import AgentEvent, Emit
+from iwr_bench.agents.events import JudgeDelta as AgentJudgeDelta
 from iwr_bench.agents.generation import GenerationResult, Generator, read_record
 from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.agents.judge.evaluate import (
@@ -47,7 +50,6 @@ from iwr_bench.engine.events import (
     Event,
     EventBus,
     GenerationFinished,
-    JudgeDelta,
     LimitOccupancy,
     RunFinished,
     RunStarted,
@@ -72,6 +74,7 @@ from iwr_bench.engine.setup import (
     preload_libraries,
     run_manifest,
 )
+from iwr_bench.engine.status import StatusReporter
 from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore, job_id
 from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_score
 from iwr_bench.engine.watch import JobWatch, Watchdog
@@ -153,6 +156,8 @@ class Engine:
         self.watchdog = Watchdog(self.config.limits.stall_after_s)
         self._text = TextCoalescer(lambda event: self.bus.publish(event))
         """Streamed judge text, published every 100 ms or 1 KB per job instead of per token."""
+        self.status = StatusReporter(lambda event: self.bus.publish(event))
+        """What the engine is busy with between job events (model loads, the metrics queue)."""
         self._ticks = 0
         self._lock = lock
         self._own_lock = lock is None
@@ -272,19 +277,19 @@ class Engine:
                 )
         self._dirty.clear()
 
-    def _agent_sink(self, jid: str, evidence: str) -> Callable[[str, dict[str, object]], None]:
-        def sink(kind: str, data: dict[str, object]) -> None:
-            self.watchdog.beat(jid, kind, data)
-            if kind == "action_finished" and data.get("screenshot"):
-                data = {**data, "screenshot": f"{evidence}/{data['screenshot']}"}
-            if kind == "action_finished":
+    def _agent_sink(self, jid: str, evidence: str) -> Emit:
+        def sink(event: AgentEvent) -> None:
+            self.watchdog.beat(jid, event)
+            if isinstance(event, AgentJudgeDelta):
+                self._text.add(jid, event.role, event.text, event.call)
+                return
+            changes: dict[str, object] = {}
+            if isinstance(event, AgentActionExecuted):
                 self.actions_run += 1
-            event = from_agent(kind, data, jid)
-            if isinstance(event, JudgeDelta):
-                self._text.add(jid, event.role, event.text)
-            elif event is not None:
-                self._text.flush(jid)  # the job's streamed text comes before its next event
-                self.bus.publish(event)
+                if event.screenshot:
+                    changes["screenshot"] = f"{evidence}/{event.screenshot}"
+            self._text.flush(jid)  # the job's streamed text comes before its next event
+            self.bus.publish(from_agent(event, jid, **changes))
 
         return sink
 
@@ -302,9 +307,11 @@ class Engine:
         assert self.limits is not None
         for limit in self.limits.all():
             limit.reset_clock()
+        self.status.start()
         try:
             return await self._run()
         finally:
+            self.status.stop()
             if self._own_lock:
                 self.release_lock()
 
@@ -428,8 +435,15 @@ class Engine:
     def _stage(self, jid: str, stage: StageName, *, clocked: bool = True) -> Gen[None]:
         """One stage of a job: on the work clock (unless ``clocked`` is False) and as an event."""
         started, start = time.time(), time.perf_counter()
-        with self.clock.work(stage) if clocked else nullcontext():
-            yield
+        queued = stage == StageName.metrics
+        if queued:
+            self.status.metrics_queue(+1)
+        try:
+            with self.clock.work(stage) if clocked else nullcontext():
+                yield
+        finally:
+            if queued:
+                self.status.metrics_queue(-1)
         seconds = round(time.perf_counter() - start, 3)
         self.bus.publish(StageFinished(job=jid, stage=stage.value, started=started, seconds=seconds))
 
