@@ -39,7 +39,8 @@ def diff_overlay(reference: Path, replay: Path, *, tolerance: int = 24, cell: in
     with Image.open(reference) as a, Image.open(replay) as b:
         ref = a.convert("RGB")
         rep = b.convert("RGB").resize(ref.size, Image.Resampling.BILINEAR)
-    delta = ImageChops.difference(ref, rep).convert("L").point(lambda v: 255 if v > tolerance else 0)
+    table = [255 if v > tolerance else 0 for v in range(256)]
+    delta = ImageChops.difference(ref, rep).convert("L").point(table)
     mask = delta.convert("1")
     histogram = delta.histogram()
     changed = histogram[255] / max(1, ref.width * ref.height)

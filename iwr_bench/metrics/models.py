@@ -75,7 +75,6 @@ def shared(key: Hashable, load: Callable[[], T]) -> T:
     with _lock:
         if key in _models:
             return _models[key]
-        _limit_threads()
         key_lock = _key_locks.setdefault(key, threading.Lock())
     with key_lock:  # one load per model; other models load (and are used) meanwhile
         with _lock:
@@ -83,6 +82,8 @@ def shared(key: Hashable, load: Callable[[], T]) -> T:
                 return _models[key]
         _tell(key, True)
         try:
+            with _lock:
+                _limit_threads()  # the first time, this imports torch: part of the wait
             model = load()
         finally:
             _tell(key, False)

@@ -2,8 +2,8 @@
 
 Each character cell shows two pixels stacked: the upper half block "▀" in the top pixel's colour
 over a background of the bottom pixel's colour. Works in every true-colour terminal (Textual
-downsamples colours elsewhere); no graphics protocol is needed. :func:`diff_halfblock` draws where a replay screenshot differs
-from its reference checkpoint (:mod:`iwr_bench.metrics.diff`).
+downsamples colours elsewhere); no graphics protocol is needed. :func:`diff_halfblock` draws where
+a replay screenshot differs from its reference checkpoint (:mod:`iwr_bench.metrics.diff`).
 """
 
 from __future__ import annotations

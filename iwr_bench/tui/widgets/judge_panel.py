@@ -14,10 +14,10 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.events import MouseScrollUp
 from textual.message import Message
 from textual.widgets import Static
-from textual.containers import VerticalScroll
 
 from iwr_bench.tui.state import ActionView, CallView, JobView
 

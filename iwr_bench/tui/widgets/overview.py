@@ -55,5 +55,9 @@ class OverviewView(Vertical):
         limits.clear()
         for lim in s.limits.values():
             limits.add_row(
-                lim.name, str(lim.in_use), str(lim.capacity), str(lim.waiting), bar(lim.in_use, lim.capacity, 10)
+                lim.name,
+                str(lim.in_use),
+                str(lim.capacity),
+                str(lim.waiting),
+                bar(lim.in_use, lim.capacity, 10),
             )
