@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from conftest import DATA  # pyright: ignore[reportAttributeAccessIssue]
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 from scripted_model import Scripted, answer_grounding, last_prompt, truthful_verdict

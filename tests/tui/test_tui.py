@@ -250,10 +250,11 @@ async def test_watch_follows_a_run_in_another_process(tmp_path: Path) -> None:
 
 
 def _snapshot_app() -> RunApp:
-    return RunApp(Path("recorded-run"), events=recorded_events())
+    events = recorded_events()
+    return RunApp(Path("recorded-run"), events=events, clock=lambda: events[-1].time)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("size", [(80, 24), (180, 50)], ids=["80x24", "180x50"])
 @pytest.mark.parametrize(
     "keys", [("o",), ("j",), ("j", "enter"), ("l",)], ids=["overview", "jobs", "detail", "leaderboard"]
 )
