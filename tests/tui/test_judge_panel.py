@@ -238,3 +238,24 @@ def test_snapshot_judge_panel_mid_stream(snap_compare: Any) -> None:
         press=("d",),
         terminal_size=(120, 36),
     )
+
+
+def test_plain_progress_says_what_the_engine_does() -> None:
+    import io
+
+    from iwr_bench.engine.progress import PlainProgress
+
+    out = io.StringIO()
+    progress = PlainProgress(out)
+    progress(EngineStatus(key="metric models", text="loading metric models (dino)"))
+    progress(EngineStatus(key="metrics queue", text="1 pair queued for metrics"))
+    progress(
+        EngineStatus(key="metrics queue", text="2 pairs queued for metrics")
+    )  # within 10 s: not repeated
+    progress(EngineStatus(key="metric models", text="metric models loaded", done=True))
+    lines = out.getvalue().splitlines()
+    assert lines == [
+        "[engine] loading metric models (dino)",
+        "[engine] 1 pair queued for metrics",
+        "[engine] metric models loaded",
+    ]

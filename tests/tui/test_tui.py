@@ -22,10 +22,10 @@ from iwr_bench.agents.grounding_llm import LLMGrounder
 from iwr_bench.agents.judge.llm import LLMAssertionJudge
 from iwr_bench.engine.config import parse_run_config
 from iwr_bench.engine.events import JobFinished, JobStarted, RunStarted
+from iwr_bench.engine.follow import StoreFollower
 from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.run import Engine, run_summary
 from iwr_bench.engine.store import RunStore
-from iwr_bench.engine.follow import StoreFollower
 from iwr_bench.tui.app import ConfirmStop, RunApp
 from iwr_bench.tui.state import JobView, RunState
 
