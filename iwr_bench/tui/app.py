@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.widgets import ContentSwitcher, DataTable, Footer, Header
 
 from iwr_bench.engine.events import Event
@@ -125,7 +126,7 @@ class RunApp(App[None]):
             self.set_interval(POLL_S, self._poll)
         self.set_interval(REFRESH_S, self.redraw)
         self.set_interval(CLOCK_S, self.tick)
-        self.redraw()
+        self.call_after_refresh(self.redraw)  # once the views have composed their children
         self.tick()
 
     # -- event sources ----------------------------------------------------------------------------
@@ -260,7 +261,13 @@ class RunApp(App[None]):
         changed = self.state.events != self._drawn_events
         if not changed and not force:
             return
+        try:
+            self._draw_view()
+        except NoMatches:  # a view not composed yet: the next tick draws it
+            return
         self._drawn_events = self.state.events
+
+    def _draw_view(self) -> None:
         self._title()
         view = self.view
         if view == "overview":
