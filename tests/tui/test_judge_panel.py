@@ -259,3 +259,36 @@ def test_plain_progress_says_what_the_engine_does() -> None:
         "[engine] 1 pair queued for metrics",
         "[engine] metric models loaded",
     ]
+
+
+@pytest.mark.anyio
+async def test_long_streams_scroll_and_the_user_can_pause_following() -> None:
+    from iwr_bench.tui.widgets.judge_panel import JudgePanel
+
+    app = RunApp(Path("live"), events=_mid_stream())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("d")
+        panel = app.query_one(JudgePanel)
+
+        def stream(lines: int, start: int) -> None:
+            for i in range(start, start + lines):
+                app.feed(
+                    [JudgeDelta(job=JOB, call="g-1", role="grounder", text=f"line {i} of the reasoning\n")]
+                )
+            app.redraw(force=True)
+
+        stream(80, 0)
+        await pilot.pause()
+        assert panel.max_scroll_y > 0 and panel.scroll_y == panel.max_scroll_y  # follows the newest text
+        panel.focus()
+        await pilot.press("pageup")
+        assert not panel.following and "paused" in str(panel.border_subtitle)
+        held = panel.scroll_y
+        stream(40, 80)
+        await pilot.pause()
+        assert panel.scroll_y == held < panel.max_scroll_y  # new text does not move the reader
+        await pilot.press("f")
+        stream(1, 120)
+        await pilot.pause()
+        assert panel.following and panel.scroll_y == panel.max_scroll_y
+        assert "line 120 of the reasoning" in _panel(app)

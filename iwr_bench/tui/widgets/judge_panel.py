@@ -30,8 +30,8 @@ def _value(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def call_block(call: CallView, text: Text) -> None:
-    """Append one call's block to ``text``."""
+def call_block(call: CallView, text: Text, *, live: bool = True) -> None:
+    """Append one call's block to ``text`` (``live``: its job still runs, so an open call streams)."""
     style = ROLE_STYLE.get(call.role, "white")
     text.append(f"▌ {call.who or call.role}", style=f"bold {style}")
     if call.request:
@@ -49,7 +49,7 @@ def call_block(call: CallView, text: Text) -> None:
         text.append(f"  → {fields}\n", style="bold")
     elif call.error:
         text.append(f"  ✗ no answer: {call.error}\n", style="bold red")
-    elif not call.done:
+    elif not call.done and live:
         text.append("  …\n", style="dim")
 
 
@@ -63,17 +63,18 @@ def _action_head(action: ActionView, text: Text) -> None:
 def job_blocks(job: JobView) -> Text:
     """Every judge call of ``job``, grouped by action."""
     text = Text()
+    live = job.status in ("judging", "generating", "pending")
     for action in job.actions:
         if not action.calls and not action.grounding:
             continue
         _action_head(action, text)
         for call in action.calls:
-            call_block(call, text)
+            call_block(call, text, live=live)
     after = job.after_replay
     if after:
         text.append("after the replay\n", style="bold underline")
         for call in after:
-            call_block(call, text)
+            call_block(call, text, live=live)
     if not text.plain:
         text.append("(no judge model output for this job)", style="dim")
     return text
@@ -106,8 +107,12 @@ class JudgePanel(VerticalScroll):
         """Redraw the blocks of ``job``; keep at the end while following."""
         body = job_blocks(job) if job is not None else Text("no job yet", style="dim")
         self.query_one("#stream-text", Static).update(body)
+        if self.following:  # once the new text is laid out
+            self.call_after_refresh(self._to_end)
+
+    def _to_end(self) -> None:
         if self.following:
-            self.scroll_end(animate=False, immediate=True)
+            self.scroll_end(animate=False)
 
     def _set_following(self, following: bool) -> None:
         if following != self.following:
