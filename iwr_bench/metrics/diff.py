@@ -57,7 +57,9 @@ def diff_overlay(reference: Path, replay: Path, *, tolerance: int = 24, cell: in
 def _regions(delta: Image.Image, cell: int) -> list[tuple[int, int, int, int]]:
     """Boxes around connected groups of grid cells that hold a differing pixel."""
     cols, rows = -(-delta.width // cell), -(-delta.height // cell)
-    small = delta.resize((cols, rows), Image.Resampling.BOX)  # mean of each cell
+    padded = Image.new("L", (cols * cell, rows * cell), 0)
+    padded.paste(delta, (0, 0))
+    small = padded.resize((cols, rows), Image.Resampling.BOX)  # mean of each cell
     hot = {(x, y) for y in range(rows) for x in range(cols) if _value(small, x, y) > 0}
     boxes: list[tuple[int, int, int, int]] = []
     while hot:
