@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 
 from iwr_bench.agents.events import ActionExecuted as AgentActionExecuted
-from iwr_bench.agents.events import AgentEvent, Emit
+from iwr_bench.agents.events import AgentEvent, Emit, emitting
 from iwr_bench.agents.events import JudgeDelta as AgentJudgeDelta
 from iwr_bench.agents.generation import GenerationResult, Generator, read_record
 from iwr_bench.agents.generation.prompt import load_prompt_file
@@ -580,7 +580,7 @@ class Engine:
             measured = await measure(task, replay, evidence, metrics, protocol)
         answers: list[RubricResult | None] = [None] * len(measured.steps)
         if metrics.rubric is not None:
-            with self._stage(jid, StageName.rubric):
+            with self._stage(jid, StageName.rubric), emitting(self._agent_sink(jid, "")):  # its calls, live
                 answers = await rubric_stage(metrics.rubric, measured, evidence)
                 self._text.flush(jid)
         with self._stage(jid, StageName.record):
