@@ -277,18 +277,22 @@ async def test_long_streams_scroll_and_the_user_can_pause_following() -> None:
                 )
             app.redraw(force=True)
 
+        async def settled() -> None:  # the panel scrolls once the new text is laid out
+            for _ in range(20):
+                await pilot.pause(0.05)
+
         stream(80, 0)
-        await pilot.pause()
+        await settled()
         assert panel.max_scroll_y > 0 and panel.scroll_y == panel.max_scroll_y  # follows the newest text
         panel.focus()
         await pilot.press("pageup")
         assert not panel.following and "paused" in str(panel.border_subtitle)
         held = panel.scroll_y
         stream(40, 80)
-        await pilot.pause()
+        await settled()
         assert panel.scroll_y == held < panel.max_scroll_y  # new text does not move the reader
         await pilot.press("f")
         stream(1, 120)
-        await pilot.pause()
+        await settled()
         assert panel.following and panel.scroll_y == panel.max_scroll_y
         assert "line 120 of the reasoning" in _panel(app)
