@@ -22,9 +22,10 @@ import itertools
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, Field
+from pydantic_core import from_json
 
 JudgeRole = Literal["grounder", "assertions", "rubric", "step"]
 """Which judge makes a model call."""
@@ -193,6 +194,22 @@ class JudgeAnswer(JudgeCallEvent):
     """The answer's fields as shown (e.g. index and element, verdict, score), without its prose."""
     error: str = ""
     """Why there is no answer (empty when there is one)."""
+
+
+PROSE_FIELDS = ("reasoning", "reason", "explanation", "thinking")
+"""Fields of a structured answer that are prose: streamed as text, not shown again as fields."""
+
+
+def prose_of(args: str) -> str:
+    """The prose field of a structured answer's (possibly partial) JSON, so far ("" if none yet)."""
+    try:
+        data = from_json(args, allow_partial="trailing-strings")
+    except ValueError:  # cut inside an escape sequence: wait for the next piece
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    fields = cast("dict[str, object]", data)
+    return next((v for k in PROSE_FIELDS if isinstance(v := fields.get(k), str)), "")
 
 
 Emit = Callable[[AgentEvent], None]

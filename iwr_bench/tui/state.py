@@ -9,10 +9,13 @@ thousands of jobs and millions of streamed tokens keeps a small, constant footpr
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from statistics import fmean
+from typing import cast
 
+from iwr_bench.agents.events import PROSE_FIELDS, prose_of
 from iwr_bench.engine.events import (
     ActionExecuted,
     ActionGrounded,
@@ -121,11 +124,30 @@ class CallView:
     """Event time it started."""
     heard: float = 0.0
     """Event time of the latest word from its model."""
+    raw: str = ""
+    """A call from a run recorded before calls had ids: its streamed text as it came (raw JSON for a
+    structured answer), read into prose and fields as the current format would show them."""
 
     @property
     def text(self) -> str:
         """All its prose."""
         return "".join(e.text for e in self.entries if e.kind == "prose")
+
+    def add_legacy(self, text: str) -> None:
+        """Streamed text of a call without an id (see :attr:`raw`)."""
+        self.raw = (self.raw + text)[-4 * STREAM_CHARS :]
+        if not self.raw.lstrip().startswith("{"):
+            self.entries = [CallEntry("prose", self.raw[-STREAM_CHARS:])]
+            return
+        self.entries = [CallEntry("prose", prose_of(self.raw)[-STREAM_CHARS:])]
+        try:
+            answer = json.loads(self.raw)
+        except ValueError:  # not complete yet
+            return
+        if isinstance(answer, dict):
+            fields = cast("dict[str, object]", answer)
+            self.fields = {k: _shown(v) for k, v in fields.items() if k not in PROSE_FIELDS}
+            self.done = True
 
     def add_prose(self, text: str) -> None:
         """Append streamed prose (bounded to :data:`STREAM_CHARS`)."""
@@ -356,7 +378,10 @@ class RunState:
             case JudgeDelta():
                 if view is not None and (event.call or view.actions):
                     call = view.call(event.call, event.role)
-                    call.add_prose(event.text)
+                    if event.call:
+                        call.add_prose(event.text)
+                    else:
+                        call.add_legacy(event.text)
                     call.heard = event.time
             case JudgeToolCall():
                 if view is not None:
@@ -497,6 +522,10 @@ class RunState:
         running = [j for j in self.jobs.values() if j.status in ("judging", "generating")]
         pool = running or list(self.jobs.values())
         return max(pool, key=lambda j: j.seq, default=None)
+
+
+def _shown(value: object) -> str | int | float | bool | None:
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
 def _action(view: JobView | None, index: int) -> ActionView | None:

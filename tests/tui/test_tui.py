@@ -271,6 +271,10 @@ def test_recorded_stream_is_a_finished_run() -> None:
     for event in events:
         state.apply(event)
     assert state.status == "completed" and any(j.streamed for j in state.jobs.values())
+    # recorded before judge calls had ids: the raw JSON answer still reads as prose, then fields
+    calls = [c for j in state.jobs.values() for c in j.calls.values()]
+    assert calls and all(c.fields and c.fields["verdict"] == "yes" and "{" not in c.text for c in calls)
+    assert any(c.text.startswith("looked for ['Packing list: 6 items']") for c in calls)
 
 
 @anyio_mark

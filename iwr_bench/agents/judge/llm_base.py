@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -48,9 +48,9 @@ from pydantic_ai.messages import (
     UserContent,
 )
 from pydantic_ai.settings import ModelSettings
-from pydantic_core import from_json
 
 from iwr_bench.agents.events import (
+    PROSE_FIELDS,
     FieldValue,
     JudgeAnswer,
     JudgeCallStarted,
@@ -60,6 +60,7 @@ from iwr_bench.agents.events import (
     JudgeToolCall,
     emit,
     new_call_id,
+    prose_of,
 )
 
 T = TypeVar("T")
@@ -104,22 +105,6 @@ def _retry_parts(message: ModelMessage) -> list[RetryFeedbackPart | ToolReturnPa
         for p in message.parts
         if isinstance(p, RetryFeedbackPart) or (isinstance(p, ToolReturnPart) and p.outcome == "retried")
     ]
-
-
-PROSE_FIELDS = ("reasoning", "reason", "explanation", "thinking")
-"""Fields of a structured answer that are prose: streamed as text, not shown again as fields."""
-
-
-def _prose_of(args: str) -> str:
-    """The prose field of a structured answer's (possibly partial) JSON arguments, so far."""
-    try:
-        data = from_json(args, allow_partial="trailing-strings")
-    except ValueError:  # cut inside an escape sequence: wait for the next piece
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    fields = cast("dict[str, object]", data)
-    return next((v for k in PROSE_FIELDS if isinstance(v := fields.get(k), str)), "")
 
 
 def answer_fields(output: object) -> dict[str, FieldValue]:
@@ -181,7 +166,7 @@ class CallReporter:
         if start:
             self._args, self._shown = "", 0
         self._args += args
-        prose = _prose_of(self._args)
+        prose = prose_of(self._args)
         if len(prose) > self._shown:
             self._text(prose[self._shown :])
             self._shown = len(prose)
