@@ -296,3 +296,37 @@ async def test_long_streams_scroll_and_the_user_can_pause_following() -> None:
         await settled()
         assert panel.following and panel.scroll_y == panel.max_scroll_y
         assert "line 120 of the reasoning" in _panel(app)
+
+
+def test_live_progress_clock_runs_without_events() -> None:
+    import time
+
+    from iwr_bench.engine.progress import ProgressState
+
+    state = ProgressState()
+    state.apply(RunStarted(run_id="r", models=["m"], tasks=[1]))
+    state.apply(EngineStatus(key="metric models", text="loading metric models (dino)"))
+    state.started = time.monotonic() - 65  # a minute without an event
+    table = state.table()
+    assert "0:01:05" in str(table.title) and table.caption == "loading metric models (dino)"
+
+
+@pytest.mark.anyio
+async def test_watch_waits_for_a_run_folder_that_does_not_exist_yet(tmp_path: Path) -> None:
+    from iwr_bench.engine.follow import StoreFollower
+
+    later = tmp_path / "not-yet"
+    app = RunApp(later, follower=StoreFollower(later))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.6)  # a poll or two of a folder that is not there
+        assert "waiting for the run to start" in str(app.query_one("#statusbar", Static).content)
+        assert app.is_running and not app.follower.found  # type: ignore[union-attr]
+
+
+def test_watch_on_a_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from iwr_bench.cli import main
+
+    file = tmp_path / "run.txt"
+    file.write_text("not a run")
+    assert main(["watch", str(file)]) == 2
+    assert capsys.readouterr().err.strip() == f"iwr: error: {file} is not a folder"

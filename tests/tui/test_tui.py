@@ -182,7 +182,9 @@ async def test_live_run_with_llm_judges_cancel_and_quit(tmp_path: Path) -> None:
         app.selected = streamed.key
         await pilot.press("d")
         await pilot.pause(0.5)
-        assert "[grounder]" in _text(app, "#stream-text") or "[assertions]" in _text(app, "#stream-text")
+        panel = _text(app, "#stream-text")
+        assert "▌ grounder · " in panel and "▌ assertion judge · " in panel and "→ verdict: " in panel
+        assert '{"' not in panel  # prose and fields, never the raw JSON of an answer
         assert f"task {streamed.task_id} / {streamed.model}" in _text(app, "#detail-head")
         await pilot.press("q")
         assert isinstance(app.screen, ConfirmStop)
