@@ -52,7 +52,10 @@ class StatusReporter:
         if threading.get_ident() == self._loop_thread or self._token is None:
             self._model(key, started)
         else:
-            anyio.from_thread.run_sync(self._model, key, started, token=self._token)
+            try:
+                anyio.from_thread.run_sync(self._model, key, started, token=self._token)
+            except RuntimeError:  # the run's event loop has ended: nobody to tell
+                return
 
     def _model(self, key: Hashable, started: bool) -> None:
         name = _model_name(key)
