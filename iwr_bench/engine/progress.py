@@ -18,7 +18,21 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from iwr_bench.engine.events import EngineStatus, Event, FailureEvent, JobFinished, RunStarted
+from iwr_bench.engine.events import (
+    EngineStatus,
+    Event,
+    FailureEvent,
+    JobFinished,
+    JudgeAnswer,
+    JudgeCallStarted,
+    JudgeDelta,
+    JudgeRetry,
+    JudgeToolCall,
+    RunStarted,
+)
+
+WAITING_S = 2.0
+"""A judge call with no word from its model for this long counts as waiting for it."""
 
 
 @dataclass
@@ -44,6 +58,8 @@ class ProgressState:
         self.skipped = 0
         self.statuses: dict[str, str] = {}
         """What the engine is busy with, by key."""
+        self.calls: dict[str, float] = {}
+        """Open judge calls: monotonic time of the latest word from their model."""
 
     def apply(self, event: Event) -> None:
         """Fold one event in."""
@@ -65,6 +81,10 @@ class ProgressState:
                     value = scores.get(name)
                     if value is not None:
                         values.append(value)
+        elif isinstance(event, JudgeCallStarted | JudgeDelta | JudgeRetry | JudgeToolCall):
+            self.calls[f"{event.job}/{event.call}"] = time.monotonic()
+        elif isinstance(event, JudgeAnswer):
+            self.calls.pop(f"{event.job}/{event.call}", None)
         elif isinstance(event, EngineStatus):
             if event.done:
                 self.statuses.pop(event.key, None)
@@ -83,13 +103,23 @@ class ProgressState:
             return None if left > 0 else 0.0
         return (time.monotonic() - self.started) / done * left
 
+    def activity(self) -> list[str]:
+        """What the engine is doing: its statuses, and judge calls waiting for their model."""
+        now = time.monotonic()
+        waits = [now - heard for heard in self.calls.values() if now - heard >= WAITING_S]
+        parts = list(self.statuses.values())
+        if waits:
+            calls = f"{len(waits)} call{'s' if len(waits) != 1 else ''}"
+            parts.append(f"waiting for the judge model ({calls}, longest {max(waits):.0f} s)")
+        return parts
+
     def table(self) -> Table:
         """The rich table."""
         eta = self.eta_s()
         elapsed = int(time.monotonic() - self.started)
         clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
         title = f"iwr run {clock}" + ("" if eta is None else f" - ETA {eta:.0f} s")
-        table = Table(title=title, caption="; ".join(self.statuses.values()) or None)
+        table = Table(title=title, caption="; ".join(self.activity()) or None)
         for col in ("model", "generated", "judged", "IFS", "VFS", "Final", "failures", "cost"):
             table.add_column(col, justify="left" if col == "model" else "right")
         for name, p in self.models.items():

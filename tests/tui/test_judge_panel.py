@@ -306,9 +306,12 @@ def test_live_progress_clock_runs_without_events() -> None:
     state = ProgressState()
     state.apply(RunStarted(run_id="r", models=["m"], tasks=[1]))
     state.apply(EngineStatus(key="metric models", text="loading metric models (dino)"))
+    state.apply(JudgeCallStarted(job=JOB, call="g-1", role="grounder", who="grounder", request="x"))
+    state.calls[f"{JOB}/g-1"] -= 12  # its model silent for 12 s
     state.started = time.monotonic() - 65  # a minute without an event
     table = state.table()
-    assert "0:01:05" in str(table.title) and table.caption == "loading metric models (dino)"
+    assert "0:01:05" in str(table.title)
+    assert table.caption == "loading metric models (dino); waiting for the judge model (1 call, longest 12 s)"
 
 
 @pytest.mark.anyio
