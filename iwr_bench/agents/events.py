@@ -19,6 +19,7 @@ structured answer as fields, or why there is none).
 from __future__ import annotations
 
 import itertools
+import secrets
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -222,6 +223,7 @@ def _discard(event: AgentEvent) -> None:
 
 _current: ContextVar[Emit] = ContextVar("iwr_emit", default=_discard)
 _calls = itertools.count(1)
+_PROCESS = secrets.token_hex(3)  # call ids of two processes (a resumed run, workers) never meet
 
 
 def emit(event: AgentEvent) -> None:
@@ -230,8 +232,8 @@ def emit(event: AgentEvent) -> None:
 
 
 def new_call_id(role: str) -> str:
-    """A fresh judge call id: ``<role>-<n>``."""
-    return f"{role}-{next(_calls)}"
+    """A fresh judge call id: ``<role>-<process>.<n>``."""
+    return f"{role}-{_PROCESS}.{next(_calls)}"
 
 
 @contextmanager

@@ -333,7 +333,7 @@ class RunState:
                     state = "queued" if isinstance(event, JobQueued) else "running"
                     setattr(view, event.stage, state)
                     if event.stage == "judge" and state == "running":
-                        view.actions, view.step, view.screenshot = [], 0, None
+                        view.actions, view.step, view.screenshot, view.calls = [], 0, None, {}
             case JobFinished():
                 if view is not None:
                     self._finished(view, event)
