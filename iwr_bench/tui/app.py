@@ -126,7 +126,8 @@ class RunApp(App[None]):
             self.set_interval(POLL_S, self._poll)
         self.set_interval(REFRESH_S, self.redraw)
         self.set_interval(CLOCK_S, self.tick)
-        self.call_after_refresh(self.redraw)  # once the views have composed their children
+        self.redraw()  # (a view whose children are not composed yet is drawn on the next tick)
+        self.call_after_refresh(self.redraw, force=True)
         self.tick()
 
     # -- event sources ----------------------------------------------------------------------------
