@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import anyio
@@ -20,8 +19,6 @@ from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.engine.config import JudgeSettings, only_tasks, plugin_refs
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.limits import Limits
-from iwr_bench.engine.progress import PlainProgress
-from iwr_bench.engine.status import StatusReporter
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric
@@ -176,29 +173,22 @@ async def _judge_all(
     settle = args.settle or ("fixed" if protocol == EvalProtocol.official else "stable")
     results: list[Evaluation] = []
     pool_config = PoolConfig(size=args.pages_at_once, settle=SettleConfig(mode=settle))
-    status = StatusReporter(PlainProgress(sys.stdout))  # "[engine] loading metric models (...)" lines
-    status.start()
-    try:
-        async with judges, PagePool(pool_config) as pool:
-            executor = Executor(
-                pool, judges.grounder, judges.assertions, config, policy=judges.replay, step=judges.step
-            )
+    async with judges, PagePool(pool_config) as pool:
+        executor = Executor(
+            pool, judges.grounder, judges.assertions, config, policy=judges.replay, step=judges.step
+        )
 
-            async def one(task: Task, model: str) -> None:
-                folder = model_folder(args.pages, task.id, model)
-                out = args.out / str(task.id) / model
-                replay = await executor.replay(task, folder, out / "evidence")
-                results.append(await evaluate(task, model, replay, out / "evidence", out, metrics, protocol))
-                print(
-                    f"task {task.id} {model}: {replay.success_steps}/{replay.total_steps} actions", flush=True
-                )
+        async def one(task: Task, model: str) -> None:
+            folder = model_folder(args.pages, task.id, model)
+            out = args.out / str(task.id) / model
+            replay = await executor.replay(task, folder, out / "evidence")
+            results.append(await evaluate(task, model, replay, out / "evidence", out, metrics, protocol))
+            print(f"task {task.id} {model}: {replay.success_steps}/{replay.total_steps} actions", flush=True)
 
-            async with anyio.create_task_group() as tg:
-                for task in tasks:
-                    for model in models:
-                        tg.start_soon(one, task, model)
-    finally:
-        status.stop()
+        async with anyio.create_task_group() as tg:
+            for task in tasks:
+                for model in models:
+                    tg.start_soon(one, task, model)
     return results
 
 
