@@ -140,6 +140,8 @@ class Grounding(BaseModel):
     """Which grounder answered."""
     text: str | None = None
     """For a Type action: the text to type, read from the description (None: none found or not asked)."""
+    threshold: float | None = None
+    """The score the chosen element needed, for grounders with a threshold."""
 
 
 class Grounder(Protocol):
@@ -330,6 +332,7 @@ class HeuristicGrounder:
                 f"scored {best_score:.2f} < {self.threshold:.2f})",
                 candidates=candidates,
                 grounder="heuristic",
+                threshold=self.threshold,
             )
         return Grounding(
             index=best.index,

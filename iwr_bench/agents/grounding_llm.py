@@ -16,8 +16,9 @@ from pydantic_ai.messages import UserContent
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from iwr_bench.agents.events import FieldValue
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest, element_kind, element_label
-from iwr_bench.agents.judge.llm_base import Asked, ask, model_label
+from iwr_bench.agents.judge.llm_base import Asked, CallReporter, ask, model_label
 from iwr_bench.registry import register
 from iwr_bench.tools.models import Element
 
@@ -107,11 +108,28 @@ class LLMGrounder:
             return Grounding(index=None, reason="the page has no interactive elements", grounder=self.name)
         known = frozenset(el.index for el in elements)
 
+        by_index = {el.index: el for el in elements}
+
+        def shown(answer: GroundingAnswer) -> dict[str, FieldValue]:
+            element = by_index.get(answer.index) if answer.index is not None else None
+            label = (
+                f"{element_kind(element) or element.tag} {element_label(element)!r}" if element else "none"
+            )
+            return {"index": answer.index, "element": label, "sure": answer.sure}
+
         async def question(with_screenshot: bool) -> Asked[GroundingAnswer]:
             prompt = grounding_prompt(request, with_screenshot=with_screenshot)
+            who = "grounder, with the screenshot" if with_screenshot else "grounder"
+            reporter = CallReporter("grounder", who, f"{request.action_type}: {request.description}")
             settings = ModelSettings(temperature=0.0)
             return await ask(
-                self._agent, prompt, role="grounder", retries=self.retries, settings=settings, deps=known
+                self._agent,
+                prompt,
+                reporter=reporter,
+                retries=self.retries,
+                settings=settings,
+                deps=known,
+                shown=shown,
             )
 
         asked = await question(with_screenshot=False)
@@ -124,7 +142,6 @@ class LLMGrounder:
         answer = asked.output
         if answer is None:
             return Grounding(index=None, reason=f"judge_error: {asked.error}", grounder=self.name)
-        by_index = {el.index: el for el in elements}
         reason = answer.reason + (" (after looking at the screenshot)" if looked else "")
         text = answer.text if request.action_type == "Type" else None
         if answer.index is None or answer.index not in by_index:

@@ -27,6 +27,7 @@ from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.progress import LiveProgress, PlainProgress
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.engine.store import STORE_NAME, RunStore
+from iwr_bench.engine.summary import substitute_lines
 from iwr_bench.errors import UserError
 from iwr_bench.registry import reload_recorded
 
@@ -389,6 +390,8 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         console.print(
             "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."
         )
+    for line in substitute_lines(summary):
+        console.print(line)
 
 
 def _print_protocol_notes(console: Console, summary: dict[str, Any]) -> None:
@@ -450,7 +453,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     """Attach the terminal UI to a run folder; it waits for a run that has not started yet."""
     run_dir: Path = args.run_dir
-    if not run_dir.is_dir():
+    if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"{run_dir} is not a folder")
     from iwr_bench.tui.app import watch
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, Field, TypeAdapter
+
+from iwr_bench.agents import events as agent
 
 log = logging.getLogger(__name__)
 
@@ -111,83 +113,56 @@ class GenerationFinished(_Event):
     """Cost of the answer, when priced."""
 
 
-class ActionStarted(_Event):
+class ActionStarted(_Event, agent.ActionStarted):
     """The executor began an action."""
 
-    kind: Literal["action_started"] = "action_started"
-    index: int
-    total: int = 0
-    """Number of actions of the task."""
-    type: str
-    description: str
 
-
-class ActionGrounded(_Event):
+class ActionGrounded(_Event, agent.ActionGrounded):
     """A grounder chose an element (or none)."""
 
-    kind: Literal["action_grounded"] = "action_grounded"
-    index: int
-    element: int | None
-    """Chosen element index from ``observe``."""
-    score: float = 0.0
-    reason: str = ""
-    grounder: str = ""
 
-
-class ActionExecuted(_Event):
+class ActionExecuted(_Event, agent.ActionExecuted):
     """An action finished: ok or failed with a reason."""
 
-    kind: Literal["action_executed"] = "action_executed"
-    index: int
-    status: str
-    failure: str | None = None
-    message: str = ""
-    screenshot: str | None = None
-    """Evidence file of the state after the action (relative to the run folder)."""
-    checkpoint: str | None = None
-    """The task's reference checkpoint for that state (absolute path), when the action is flagged."""
 
-
-class JudgeDelta(_Event):
-    """A piece of a judge model's streamed reasoning or answer."""
-
-    kind: Literal["judge_delta"] = "judge_delta"
-    role: str
-    """grounder, assertions or rubric."""
-    text: str
-
-
-class JudgeToolCall(_Event):
-    """A tool a judge agent called."""
-
-    kind: Literal["judge_tool_call"] = "judge_tool_call"
-    role: str
-    tool: str
-    args: str = ""
-    result: str = ""
-    """Set on the second event of a call, when it has returned: a short summary of its result."""
-
-
-class JudgeRetry(_Event):
-    """A judge answer was retried."""
-
-    kind: Literal["judge_retry"] = "judge_retry"
-    role: str
-    attempt: int
-    error: str
-
-
-class AssertionVerdictEvent(_Event):
+class AssertionVerdictEvent(_Event, agent.AssertionVerdictEvent):
     """An assertion judge's verdict on one action."""
 
-    kind: Literal["assertion_verdict"] = "assertion_verdict"
-    index: int
-    assertion: str = ""
-    """The assertion judged."""
-    verdict: str
-    reasoning: str
-    judge: str
-    votes: list[str] = Field(default_factory=list[str])
+
+class JudgeCallStarted(_Event, agent.JudgeCallStarted):
+    """A judge asked its model a question: who asks, the request in one line, the attempt."""
+
+
+class JudgeDelta(_Event, agent.JudgeDelta):
+    """A piece of a judge model's streamed prose (coalesced: see :class:`TextCoalescer`)."""
+
+
+class JudgeToolCall(_Event, agent.JudgeToolCall):
+    """A tool a judge agent called."""
+
+
+class JudgeRetry(_Event, agent.JudgeRetry):
+    """A judge answer was sent back with feedback, or a failed request was retried."""
+
+
+class JudgeAnswer(_Event, agent.JudgeAnswer):
+    """A judge call ended: its structured answer as fields, or why there is none."""
+
+
+class EngineStatus(_Event):
+    """What the engine is busy with while no job event comes (loading models, a queue's size).
+
+    A status is keyed: a later status with the same key replaces it, and one with ``done`` set
+    ends it.
+    """
+
+    kind: Literal["engine_status"] = "engine_status"
+    key: str
+    """What the status is about (``metric models``, ``metrics queue``)."""
+    text: str
+    """What the engine is doing, in words (``loading metric models (dino)``)."""
+    done: bool = False
+    """The activity ended."""
 
 
 class MetricComputed(_Event):
@@ -243,10 +218,13 @@ Event = Annotated[
     | ActionStarted
     | ActionGrounded
     | ActionExecuted
+    | JudgeCallStarted
     | JudgeDelta
     | JudgeToolCall
     | JudgeRetry
+    | JudgeAnswer
     | AssertionVerdictEvent
+    | EngineStatus
     | MetricComputed
     | StageFinished
     | LimitOccupancy
@@ -310,11 +288,11 @@ class EventBus:
 
 
 class TextCoalescer:
-    """Joins a judge model's streamed text into one :class:`JudgeDelta` per ``every_s`` or ``max_chars``.
+    """Joins a judge model's streamed prose into one :class:`JudgeDelta` per ``every_s`` or ``max_chars``.
 
     A model streams a token at a time; each would be an event and a store write. Text of one job
-    and role is held until ``every_s`` after its first piece, or until ``max_chars`` have come; any
-    other event of that job flushes it first (so the order of events is kept), as does
+    and judge call is held until ``every_s`` after its first piece, or until ``max_chars`` have
+    come; any other event of that job flushes it first (so the order of events is kept), as does
     :meth:`flush_due` (call it on a timer) and :meth:`flush` (at the job's end).
     """
 
@@ -324,11 +302,11 @@ class TextCoalescer:
         self.publish = publish
         self.every_s = every_s
         self.max_chars = max_chars
-        self._held: dict[tuple[str, str], tuple[float, list[str], int]] = {}
+        self._held: dict[tuple[str, str, str], tuple[float, list[str], int]] = {}
 
-    def add(self, job: str, role: str, text: str) -> None:
-        """Hold a piece of streamed text (publishing what is due)."""
-        key = (job, role)
+    def add(self, job: str, role: str, text: str, call: str = "") -> None:
+        """Hold a piece of streamed text of ``job``'s judge call ``call`` (publishing what is due)."""
+        key = (job, call, role)
         first, parts, size = self._held.get(key, (time.monotonic(), [], 0))
         parts.append(text)
         self._held[key] = (first, parts, size + len(text))
@@ -346,30 +324,31 @@ class TextCoalescer:
         for key in [k for k, (first, _, _) in self._held.items() if now - first >= self.every_s]:
             self._publish(key)
 
-    def _publish(self, key: tuple[str, str]) -> None:
+    def _publish(self, key: tuple[str, str, str]) -> None:
         _, parts, _ = self._held.pop(key)
-        self.publish(JudgeDelta(job=key[0], role=key[1], text="".join(parts)))
+        self.publish(JudgeDelta(job=key[0], call=key[1], role=key[2], text="".join(parts)))
 
 
-_AGENT_KINDS: dict[str, type[_Event]] = {
-    "action_started": ActionStarted,
-    "action_grounded": ActionGrounded,
-    "action_finished": ActionExecuted,
-    "assertion_verdict": AssertionVerdictEvent,
-    "judge_delta": JudgeDelta,
-    "judge_tool_call": JudgeToolCall,
-    "judge_retry": JudgeRetry,
+_AGENT_EVENTS: dict[type[agent.AgentEvent], type[_Event]] = {
+    agent.ActionStarted: ActionStarted,
+    agent.ActionGrounded: ActionGrounded,
+    agent.ActionExecuted: ActionExecuted,
+    agent.AssertionVerdictEvent: AssertionVerdictEvent,
+    agent.JudgeCallStarted: JudgeCallStarted,
+    agent.JudgeDelta: JudgeDelta,
+    agent.JudgeToolCall: JudgeToolCall,
+    agent.JudgeRetry: JudgeRetry,
+    agent.JudgeAnswer: JudgeAnswer,
 }
 
 
-def from_agent(kind: str, data: dict[str, Any], job: str) -> Event | None:
-    """The typed event for an agent's ``emit(kind, data)`` (see :mod:`iwr_bench.agents.events`)."""
-    cls = _AGENT_KINDS.get(kind)
+def from_agent(event: agent.AgentEvent, job: str, **changes: object) -> Event:
+    """The run event for an agent's event, in ``job`` (with ``changes`` to its fields).
+
+    Raises:
+        TypeError: an event type the engine does not know (a programming error).
+    """
+    cls = _AGENT_EVENTS.get(type(event))
     if cls is None:
-        return None
-    try:
-        event = cls.model_validate({**data, "job": job})
-    except ValueError as exc:
-        log.debug("dropping malformed agent event %s: %s", kind, exc)
-        return None
-    return event  # type: ignore[return-value]
+        raise TypeError(f"unknown agent event {type(event).__name__}")
+    return cls(**{**event.model_dump(), **changes, "job": job})  # type: ignore[return-value]

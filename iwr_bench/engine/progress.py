@@ -1,6 +1,9 @@
 """Progress of a run without the TUI: a live rich table on a terminal, plain lines otherwise.
 
 Both are event subscribers; they only count and format, so they cost the run next to nothing.
+Both say what the engine is doing between job events (``EngineStatus``: loading metric models, the
+metrics queue): the live table in its caption, under a clock that runs on its own; the plain lines
+as ``[engine] ...`` when it changes (the metrics queue at most every 10 s).
 """
 
 from __future__ import annotations
@@ -15,7 +18,21 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from iwr_bench.engine.events import Event, FailureEvent, JobFinished, RunStarted
+from iwr_bench.engine.events import (
+    EngineStatus,
+    Event,
+    FailureEvent,
+    JobFinished,
+    JudgeAnswer,
+    JudgeCallStarted,
+    JudgeDelta,
+    JudgeRetry,
+    JudgeToolCall,
+    RunStarted,
+)
+
+WAITING_S = 2.0
+"""A judge call with no word from its model for this long counts as waiting for it."""
 
 
 @dataclass
@@ -39,6 +56,10 @@ class ProgressState:
         self.models: dict[str, ModelProgress] = {}
         self.started = time.monotonic()
         self.skipped = 0
+        self.statuses: dict[str, str] = {}
+        """What the engine is busy with, by key."""
+        self.calls: dict[str, float] = {}
+        """Open judge calls: monotonic time of the latest word from their model."""
 
     def apply(self, event: Event) -> None:
         """Fold one event in."""
@@ -60,6 +81,15 @@ class ProgressState:
                     value = scores.get(name)
                     if value is not None:
                         values.append(value)
+        elif isinstance(event, JudgeCallStarted | JudgeDelta | JudgeRetry | JudgeToolCall):
+            self.calls[f"{event.job}/{event.call}"] = time.monotonic()
+        elif isinstance(event, JudgeAnswer):
+            self.calls.pop(f"{event.job}/{event.call}", None)
+        elif isinstance(event, EngineStatus):
+            if event.done:
+                self.statuses.pop(event.key, None)
+            else:
+                self.statuses[event.key] = event.text
         elif isinstance(event, FailureEvent) and event.job:
             model = event.job.split("/")[-1]
             self.models.setdefault(model, ModelProgress()).failures += 1
@@ -73,11 +103,23 @@ class ProgressState:
             return None if left > 0 else 0.0
         return (time.monotonic() - self.started) / done * left
 
+    def activity(self) -> list[str]:
+        """What the engine is doing: its statuses, and judge calls waiting for their model."""
+        now = time.monotonic()
+        waits = [now - heard for heard in self.calls.values() if now - heard >= WAITING_S]
+        parts = list(self.statuses.values())
+        if waits:
+            calls = f"{len(waits)} call{'s' if len(waits) != 1 else ''}"
+            parts.append(f"waiting for the judge model ({calls}, longest {max(waits):.0f} s)")
+        return parts
+
     def table(self) -> Table:
         """The rich table."""
         eta = self.eta_s()
-        title = "iwr run" + ("" if eta is None else f" - ETA {eta:.0f} s")
-        table = Table(title=title)
+        elapsed = int(time.monotonic() - self.started)
+        clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+        title = f"iwr run {clock}" + ("" if eta is None else f" - ETA {eta:.0f} s")
+        table = Table(title=title, caption="; ".join(self.activity()) or None)
         for col in ("model", "generated", "judged", "IFS", "VFS", "Final", "failures", "cost"):
             table.add_column(col, justify="left" if col == "model" else "right")
         for name, p in self.models.items():
@@ -104,33 +146,49 @@ class LiveProgress:
     def __init__(self, console: Console | None = None) -> None:
         self.state = ProgressState()
         self.console = console or Console(stderr=True)
-        self.live = Live(self.state.table(), console=self.console, refresh_per_second=4, transient=False)
+        self.live = Live(
+            console=self.console, refresh_per_second=4, transient=False, get_renderable=self.state.table
+        )  # redrawn on every refresh, so its clock runs without events
 
     def __call__(self, event: Event) -> None:
         """Subscriber."""
         self.state.apply(event)
-        if isinstance(event, RunStarted | JobFinished):
-            self.live.update(self.state.table())
 
     def __enter__(self) -> LiveProgress:
         self.live.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.live.update(self.state.table())
+        self.live.refresh()
         self.live.stop()
 
 
 class PlainProgress:
     """One line per finished job (for logs and pipes)."""
 
+    QUEUE_EVERY_S = 10.0
+    """Seconds between two lines about the metrics queue."""
+
     def __init__(self, stream: TextIO | None = None) -> None:
         self.state = ProgressState()
         self.stream = stream or sys.stderr
+        self._said: dict[str, tuple[str, float]] = {}
+
+    def _status(self, event: EngineStatus) -> None:
+        text, at = self._said.get(event.key, ("", 0.0))
+        now = time.monotonic()
+        if event.text == text or (
+            event.key == "metrics queue" and not event.done and now - at < self.QUEUE_EVERY_S
+        ):
+            return
+        self._said[event.key] = (event.text, now)
+        print(f"[engine] {event.text}", file=self.stream, flush=True)
 
     def __call__(self, event: Event) -> None:
         """Subscriber."""
         self.state.apply(event)
+        if isinstance(event, EngineStatus):
+            self._status(event)
         if isinstance(event, JobFinished) and event.status != "skipped":
             p = self.state.models.get(event.model, ModelProgress())
             what = "generated" if event.stage == "gen" else "judged"

@@ -23,6 +23,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from iwr_bench.agents.events import ActionExecuted as AgentActionExecuted
+from iwr_bench.agents.events import AgentEvent, Emit
+from iwr_bench.agents.events import JudgeDelta as AgentJudgeDelta
 from iwr_bench.agents.generation import Generator
 from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.agents.judge.evaluate import VisualMetrics
@@ -34,7 +37,6 @@ from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.events import (
     Event,
     EventBus,
-    JudgeDelta,
     LimitOccupancy,
     RunFinished,
     RunStarted,
@@ -58,6 +60,7 @@ from iwr_bench.engine.setup import (
     run_manifest,
 )
 from iwr_bench.engine.stages import PairStages
+from iwr_bench.engine.status import StatusReporter
 from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore
 from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_score
 from iwr_bench.engine.watch import Watchdog
@@ -119,6 +122,8 @@ class Engine:
         self.watchdog = Watchdog(self.config.limits.stall_after_s)
         self._text = TextCoalescer(lambda event: self.bus.publish(event))
         """Streamed judge text, published every 100 ms or 1 KB per job instead of per token."""
+        self.status = StatusReporter(lambda event: self.bus.publish(event))
+        """What the engine is busy with between job events (model loads, the metrics queue)."""
         self._ticks = 0
         self._lock = lock
         self._own_lock = lock is None
@@ -170,6 +175,7 @@ class Engine:
             watchdog=self.watchdog,
             text=self._text,
             agent_sink=self._agent_sink,
+            status=self.status,
         )
 
     def _open_store(self) -> None:
@@ -245,19 +251,19 @@ class Engine:
                 )
         self._dirty.clear()
 
-    def _agent_sink(self, jid: str, evidence: str) -> Callable[[str, dict[str, object]], None]:
-        def sink(kind: str, data: dict[str, object]) -> None:
-            self.watchdog.beat(jid, kind, data)
-            if kind == "action_finished" and data.get("screenshot"):
-                data = {**data, "screenshot": f"{evidence}/{data['screenshot']}"}
-            if kind == "action_finished":
+    def _agent_sink(self, jid: str, evidence: str) -> Emit:
+        def sink(event: AgentEvent) -> None:
+            self.watchdog.beat(jid, event)
+            if isinstance(event, AgentJudgeDelta):
+                self._text.add(jid, event.role, event.text, event.call)
+                return
+            changes: dict[str, object] = {}
+            if isinstance(event, AgentActionExecuted):
                 self.actions_run += 1
-            event = from_agent(kind, data, jid)
-            if isinstance(event, JudgeDelta):
-                self._text.add(jid, event.role, event.text)
-            elif event is not None:
-                self._text.flush(jid)  # the job's streamed text comes before its next event
-                self.bus.publish(event)
+                if event.screenshot:
+                    changes["screenshot"] = f"{evidence}/{event.screenshot}"
+            self._text.flush(jid)  # the job's streamed text comes before its next event
+            self.bus.publish(from_agent(event, jid, **changes))
 
         return sink
 
@@ -275,9 +281,11 @@ class Engine:
         assert self.limits is not None
         for limit in self.limits.all():
             limit.reset_clock()
+        self.status.start()
         try:
             return await self._run()
         finally:
+            self.status.stop()
             if self._own_lock:
                 self.release_lock()
 

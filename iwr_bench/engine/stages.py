@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from iwr_bench.agents.events import Emit, emitting
 from iwr_bench.agents.generation import GenerationResult, Generator, read_record
 from iwr_bench.agents.judge.evaluate import (
     Evaluation,
@@ -41,11 +42,12 @@ from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.lifecycle import JobHandle, Recorder
 from iwr_bench.engine.limits import Limits
 from iwr_bench.engine.records import FailureClass, JobStatus
+from iwr_bench.engine.status import StatusReporter
 from iwr_bench.engine.store import RunStore, job_id
 from iwr_bench.engine.watch import JobWatch, Watchdog
 from iwr_bench.tools.pool import PagePool
 
-AgentSink = Callable[[str, str], Callable[[str, dict[str, object]], None]]
+AgentSink = Callable[[str, str], Emit]
 """``sink(job id, evidence folder)``: the callback a judging job's agents report to."""
 
 
@@ -67,13 +69,22 @@ class PairStages:
     text: TextCoalescer
     """Streamed judge text, flushed at the end of a stage so it comes before the stage's end."""
     agent_sink: AgentSink
+    status: StatusReporter | None = None
+    """Told when a pair enters and leaves the metrics stage (the status line's queue)."""
 
     @contextmanager
     def stage(self, jid: str, stage: StageName, *, clocked: bool = True) -> Gen[None]:
         """One stage of a job: on the work clock (unless ``clocked`` is False) and as an event."""
         started, start = time.time(), time.perf_counter()
-        with self.clock.work(stage) if clocked else nullcontext():
-            yield
+        queued = stage == StageName.metrics and self.status is not None
+        if queued and self.status is not None:
+            self.status.metrics_queue(+1)
+        try:
+            with self.clock.work(stage) if clocked else nullcontext():
+                yield
+        finally:
+            if queued and self.status is not None:
+                self.status.metrics_queue(-1)
         seconds = round(time.perf_counter() - start, 3)
         self.bus.publish(StageFinished(job=jid, stage=stage.value, started=started, seconds=seconds))
 
@@ -220,7 +231,7 @@ class PairStages:
             measured = await measure(task, replay, evidence, metrics, protocol)
         answers: list[RubricResult | None] = [None] * len(measured.steps)
         if metrics.rubric is not None:
-            with self.stage(jid, StageName.rubric):
+            with self.stage(jid, StageName.rubric), emitting(self.agent_sink(jid, "")):  # its calls, live
                 answers = await rubric_stage(metrics.rubric, measured, evidence)
                 self.text.flush(jid)
         with self.stage(jid, StageName.record):

@@ -82,6 +82,7 @@ def run_summary(store: RunStore) -> dict[str, Any]:
         "models": {},
         "status": store.meta("status"),
         "skipped_records": len(manifest.get("skipped_records", [])),
+        "substitutes": sorted({backend for *_, backend, sub in store.metrics() if sub}),
     }
     for model in manifest.get("models", []):
         tally = _Tally()
@@ -119,3 +120,11 @@ def _model_summary(tally: _Tally, protocol: EvalProtocol, tasks: int) -> dict[st
         "undetermined": undetermined_rate(tally.verdicts),
         "cost_usd": round(tally.cost, 6),
     }
+
+
+def substitute_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per substitute metric backend the run's numbers came from (none: no line)."""
+    return [
+        f"substitute backend in use: {label} (the numbers are not paper-comparable)"
+        for label in summary.get("substitutes", [])
+    ]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from iwr_bench.agents.events import ActionStarted, AgentEvent
 from iwr_bench.engine.deadlines import Progress, tracking
 
 
@@ -54,16 +55,8 @@ class Watchdog:
             finally:
                 del self.watched[jid]
 
-    def beat(self, jid: str, kind: str, data: dict[str, object]) -> None:
-        """A sign of life from a job's agent (an ``action_started`` also names the action)."""
+    def beat(self, jid: str, event: AgentEvent) -> None:
+        """A sign of life from a job's agent (an action's start also names the action)."""
         watch = self.watched.get(jid)
         if watch is not None:
-            watch.progress.beat(action_label(data) if kind == "action_started" else None)
-
-
-def action_label(data: dict[str, object]) -> str:
-    """``action 3/8 (Click: Add to cart)`` from an ``action_started`` event."""
-    index = data.get("index")
-    shown = index + 1 if isinstance(index, int) else "?"
-    description = str(data.get("description") or "")[:60]
-    return f"action {shown}/{data.get('total', '?')} ({data.get('type', '?')}: {description})"
+            watch.progress.beat(event.label() if isinstance(event, ActionStarted) else None)

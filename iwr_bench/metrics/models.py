@@ -3,7 +3,8 @@
 A metric asks for its model only when it has a value to compute (not in the cache, not a
 pixel-identical pair), so a run whose values are all cached loads none. :func:`load_count`
 counts the loads of this process (tests and benchmarks read it); :func:`forget` drops the
-loaded models so the next need loads them again.
+loaded models so the next need loads them again. :func:`on_loading` tells a listener when a
+load starts and ends (the engine shows "loading metric models" while one runs).
 """
 
 from __future__ import annotations
@@ -20,6 +21,28 @@ _models: dict[Hashable, Any] = {}
 _loads: list[Hashable] = []
 _key_locks: dict[Hashable, threading.Lock] = {}
 _threads_set = False
+_listeners: list[Callable[[Hashable, bool], None]] = []
+
+
+def on_loading(listener: Callable[[Hashable, bool], None]) -> Callable[[], None]:
+    """Call ``listener(key, started)`` when a model load starts (True) and ends (False), from the
+    loading thread; returns a function that removes it."""
+    with _lock:
+        _listeners.append(listener)
+
+    def remove() -> None:
+        with _lock:
+            if listener in _listeners:
+                _listeners.remove(listener)
+
+    return remove
+
+
+def _tell(key: Hashable, started: bool) -> None:
+    with _lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        listener(key, started)
 
 
 def metric_threads() -> int:
@@ -52,13 +75,18 @@ def shared(key: Hashable, load: Callable[[], T]) -> T:
     with _lock:
         if key in _models:
             return _models[key]
-        _limit_threads()
         key_lock = _key_locks.setdefault(key, threading.Lock())
     with key_lock:  # one load per model; other models load (and are used) meanwhile
         with _lock:
             if key in _models:
                 return _models[key]
-        model = load()
+        _tell(key, True)
+        try:
+            with _lock:
+                _limit_threads()  # the first time, this imports torch: part of the wait
+            model = load()
+        finally:
+            _tell(key, False)
         with _lock:
             _models[key] = model
             _loads.append(key)

@@ -26,6 +26,7 @@ from iwr_bench.agents.judge.official import hvs_as_zero
 from iwr_bench.agents.judge.records import ActionRecord
 from iwr_bench.dataset.frames import VideoError, sample_frames
 from iwr_bench.dataset.layout import Task
+from iwr_bench.metrics.diff import diff_overlay
 from iwr_bench.metrics.hashing import phash_hex
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.data import Result, RunData
@@ -133,6 +134,17 @@ def _img(rel: str | None, caption: str) -> str:
     return f"<figure>{image}<figcaption>{_e(caption)}</figcaption></figure>"
 
 
+def _diff(images: Images, reference: Path, replay: Path, prefix: str) -> str:
+    """Where the replay differs from the reference, highlighted (a note when it cannot be read)."""
+    try:
+        diff = diff_overlay(reference, replay)
+    except (OSError, ValueError) as exc:
+        return f"<div class='calls'>diff unavailable: {_e(str(exc))}</div>"
+    rel = images.save(diff.image, f"{prefix}/diff_{replay.stem}.jpg", THUMB_WIDTH)
+    caption = f"diff: {100 * diff.changed:.1f}% of pixels, {len(diff.regions)} region(s)"
+    return _img(rel, caption)
+
+
 def _action_row(
     a: ActionRecord, r: Result, task: Task | None, images: Images, frames: list[str], moments: list[int]
 ) -> str:
@@ -171,6 +183,10 @@ def _action_row(
     if shot_name and r.eval_dir is not None:
         rel = images.copy(r.eval_dir / "evidence" / shot_name, f"{r.task_id}/{r.model}/{shot_name}.jpg")
         pics.append(_img(rel, "replay" if a.after else "replay (state it met)"))
+        if checkpoint is not None and checkpoint.is_file():
+            pics.append(
+                _diff(images, checkpoint, r.eval_dir / "evidence" / shot_name, f"{r.task_id}/{r.model}")
+            )
     if frames and a.index < len(moments):
         m = moments[a.index]
         near = [k for k in (m - 1, m, m + 1) if 0 <= k < len(frames)]

@@ -97,7 +97,9 @@ def column_width(rows: Sequence[Row], col: str, *, name: bool = False, folded_he
             (len(cell(v)) if _is_number(v) else min(_longest_word(cell(v)), NAME_MIN_WIDTH) for v in values),
             default=1,
         )
-    head = _longest_word(col)
+    # A number column never wraps (see :func:`to_rich`), its header included.
+    numeric = all(_is_number(v) or v is None for v in values) and any(_is_number(v) for v in values)
+    head = len(col) if numeric and not folded_header else _longest_word(col)
     return max(need, min(head, NAME_MIN_WIDTH) if folded_header else head)
 
 

@@ -2,7 +2,8 @@
 
 Each character cell shows two pixels stacked: the upper half block "▀" in the top pixel's colour
 over a background of the bottom pixel's colour. Works in every true-colour terminal (Textual
-downsamples colours elsewhere); no graphics protocol is needed.
+downsamples colours elsewhere); no graphics protocol is needed. :func:`diff_halfblock` draws where
+a replay screenshot differs from its reference checkpoint (:mod:`iwr_bench.metrics.diff`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from rich.color import Color
 from rich.style import Style
 from rich.text import Text
 
+from iwr_bench.metrics.diff import diff_overlay
 
-@lru_cache(maxsize=64)
-def _render(path: str, mtime: float, width: int, height: int) -> Text:
-    del mtime  # part of the cache key only
-    with Image.open(path) as im:
-        img = im.convert("RGB")
+
+def _cells(img: Image.Image, width: int, height: int) -> Text:
+    img = img.convert("RGB")
     img.thumbnail((max(1, width), max(2, height * 2)), Image.Resampling.BILINEAR)
     w, h = img.size
     canvas = Image.new("RGB", (w, h + (h % 2)), (0, 0, 0))
@@ -39,9 +39,37 @@ def _render(path: str, mtime: float, width: int, height: int) -> Text:
     return text
 
 
+@lru_cache(maxsize=64)
+def _render(path: str, mtime: float, width: int, height: int) -> Text:
+    del mtime  # part of the cache key only
+    with Image.open(path) as im:
+        return _cells(im, width, height)
+
+
 def halfblock(path: Path, width: int, height: int) -> Text:
     """``path`` fitted into ``width`` x ``height`` cells (aspect kept); a note if it cannot be read."""
     try:
         return _render(str(path), path.stat().st_mtime, width, height)
     except (OSError, ValueError) as exc:
         return Text(f"(cannot show {path.name}: {exc})", style="dim")
+
+
+@lru_cache(maxsize=16)
+def _render_diff(reference: str, replay: str, mtimes: tuple[float, float], width: int, height: int) -> Text:
+    del mtimes  # part of the cache key only
+    diff = diff_overlay(Path(reference), Path(replay))
+    regions = len(diff.regions)
+    caption = f"{100 * diff.changed:.1f}% of pixels differ, {regions} region{'s' if regions != 1 else ''}"
+    text = _cells(diff.image, width, max(1, height - 1))
+    text.append("\n" + caption, style="bold" if diff.changed else "dim")
+    return text
+
+
+def diff_halfblock(reference: Path, replay: Path, width: int, height: int) -> Text:
+    """Where ``replay`` differs from ``reference`` (highlighted over the faded reference), with a
+    caption line; a note if an image cannot be read."""
+    try:
+        mtimes = (reference.stat().st_mtime, replay.stat().st_mtime)
+        return _render_diff(str(reference), str(replay), mtimes, width, height)
+    except (OSError, ValueError) as exc:
+        return Text(f"(cannot compare: {exc})", style="dim")

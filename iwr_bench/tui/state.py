@@ -9,21 +9,27 @@ thousands of jobs and millions of streamed tokens keeps a small, constant footpr
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from statistics import fmean
+from typing import cast
 
+from iwr_bench.agents.events import PROSE_FIELDS, prose_of
 from iwr_bench.engine.events import (
     ActionExecuted,
     ActionGrounded,
     ActionStarted,
     AssertionVerdictEvent,
+    EngineStatus,
     Event,
     FailureEvent,
     GenerationFinished,
     JobFinished,
     JobQueued,
     JobStarted,
+    JudgeAnswer,
+    JudgeCallStarted,
     JudgeDelta,
     JudgeRetry,
     JudgeToolCall,
@@ -35,7 +41,11 @@ from iwr_bench.engine.events import (
 )
 
 STREAM_CHARS = 4000
-"""Characters of a job's streamed judge text kept (the most recent)."""
+"""Characters of one judge call's streamed prose kept (the most recent)."""
+CALLS = 60
+"""Judge calls kept per job (the most recent)."""
+WAITING_S = 2.0
+"""A judge call with no word from its model for this long is shown as waiting for it."""
 LOG_LINES = 200
 """Tool calls and retries kept per job."""
 INFRA = frozenset(
@@ -76,9 +86,76 @@ class ActionView:
     reasoning: str = ""
     """The assertion judge's explanation."""
     votes: list[str] = field(default_factory=list[str])
-    stream: str = ""
-    """The judges' streamed text for this action (bounded), each role's part headed ``[role]``."""
-    stream_role: str = ""
+    calls: list[CallView] = field(default_factory=lambda: list[CallView]())
+    """The judge calls made for this action, in order."""
+
+    @property
+    def stream(self) -> str:
+        """The judges' streamed prose for this action, each call's part headed ``[role]``."""
+        return "\n".join(f"[{c.role}] {c.text}" for c in self.calls if c.text)
+
+
+@dataclass
+class CallEntry:
+    """One piece of a judge call's block, in order: prose, a retry with its feedback, a tool call."""
+
+    kind: str
+    """prose, retry or tool."""
+    text: str
+
+
+@dataclass
+class CallView:
+    """One judge model call: who asks, the request, the prose as it streams, retries, the answer."""
+
+    call: str
+    role: str
+    who: str = ""
+    request: str = ""
+    action: int | None = None
+    """Index of the action it was made for (None: after the replay, e.g. the rubric)."""
+    entries: list[CallEntry] = field(default_factory=list[CallEntry])
+    fields: dict[str, str | int | float | bool | None] | None = None
+    """The structured answer, once complete."""
+    error: str = ""
+    """Why there is no answer."""
+    done: bool = False
+    started: float = 0.0
+    """Event time it started."""
+    heard: float = 0.0
+    """Event time of the latest word from its model."""
+    raw: str = ""
+    """A call from a run recorded before calls had ids: its streamed text as it came (raw JSON for a
+    structured answer), read into prose and fields as the current format would show them."""
+
+    @property
+    def text(self) -> str:
+        """All its prose."""
+        return "".join(e.text for e in self.entries if e.kind == "prose")
+
+    def add_legacy(self, text: str) -> None:
+        """Streamed text of a call without an id (see :attr:`raw`)."""
+        self.raw = (self.raw + text)[-4 * STREAM_CHARS :]
+        if not self.raw.lstrip().startswith("{"):
+            self.entries = [CallEntry("prose", self.raw[-STREAM_CHARS:])]
+            return
+        self.entries = [CallEntry("prose", prose_of(self.raw)[-STREAM_CHARS:])]
+        try:
+            answer = json.loads(self.raw)
+        except ValueError:  # not complete yet
+            return
+        if isinstance(answer, dict):
+            fields = cast("dict[str, object]", answer)
+            self.fields = {k: _shown(v) for k, v in fields.items() if k not in PROSE_FIELDS}
+            self.done = True
+
+    def add_prose(self, text: str) -> None:
+        """Append streamed prose (bounded to :data:`STREAM_CHARS`)."""
+        if self.entries and self.entries[-1].kind == "prose":
+            self.entries[-1].text = (self.entries[-1].text + text)[-STREAM_CHARS:]
+        else:
+            self.entries.append(CallEntry("prose", text[-STREAM_CHARS:]))
+        del self.entries[:-12]
 
 
 @dataclass
@@ -107,6 +184,8 @@ class JobView:
     """The reference checkpoint of that state, when it is scored."""
     seq: int = 0
     """Sequence of the job's latest event (for 'most recently active')."""
+    calls: dict[str, CallView] = field(default_factory=dict[str, CallView])
+    """Its judge calls by id, oldest first (bounded to :data:`CALLS`)."""
 
     @property
     def key(self) -> str:
@@ -117,6 +196,25 @@ class JobView:
     def streamed(self) -> ActionView | None:
         """The latest action a judge model streamed text for."""
         return next((a for a in reversed(self.actions) if a.stream), None)
+
+    def call(self, call: str, role: str) -> CallView:
+        """The judge call ``call`` (a call without an id, from an older run: one per role and action)."""
+        key = call or f"{role}@{self.actions[-1].index if self.actions else -1}"
+        view = self.calls.get(key)
+        if view is None:
+            # The rubric scores the replay's screenshots after it: its calls belong to no action.
+            action = self.actions[-1] if self.actions and role != "rubric" else None
+            view = self.calls[key] = CallView(key, role, who=role, action=action.index if action else None)
+            if action is not None:
+                action.calls.append(view)
+            while len(self.calls) > CALLS:
+                del self.calls[next(iter(self.calls))]
+        return view
+
+    @property
+    def after_replay(self) -> list[CallView]:
+        """Judge calls made after the replay (the rubric)."""
+        return [c for c in self.calls.values() if c.action is None]
 
     @property
     def status(self) -> str:
@@ -185,6 +283,8 @@ class RunState:
     events: int = 0
     backends: set[str] = field(default_factory=set[str])
     """Metric backend labels seen."""
+    statuses: dict[str, str] = field(default_factory=dict[str, str])
+    """What the engine is busy with, by key (loading metric models, the metrics queue)."""
     dirty: set[str] = field(default_factory=set[str])
     """Keys of jobs changed since the UI last looked (it clears this)."""
 
@@ -233,7 +333,7 @@ class RunState:
                     state = "queued" if isinstance(event, JobQueued) else "running"
                     setattr(view, event.stage, state)
                     if event.stage == "judge" and state == "running":
-                        view.actions, view.step, view.screenshot = [], 0, None
+                        view.actions, view.step, view.screenshot, view.calls = [], 0, None, {}
             case JobFinished():
                 if view is not None:
                     self._finished(view, event)
@@ -248,7 +348,7 @@ class RunState:
             case ActionGrounded():
                 action = _action(view, event.index)
                 if action is not None:
-                    action.element, action.grounding = event.element, event.reason
+                    action.element, action.grounding = event.element, event.sentence()
             case ActionExecuted():
                 action = _action(view, event.index)
                 if action is not None:
@@ -264,21 +364,59 @@ class RunState:
                         event.votes,
                     )
                     action.assertion = event.assertion
+            case JudgeCallStarted():
+                if view is not None:
+                    call = view.call(event.call, event.role)
+                    call.who, call.request, call.started, call.heard = (
+                        event.who,
+                        event.request,
+                        event.time,
+                        event.time,
+                    )
+                    if event.attempt > 1:
+                        call.entries.append(CallEntry("retry", f"attempt {event.attempt}"))
             case JudgeDelta():
-                action = view.actions[-1] if view is not None and view.actions else None
-                if action is not None:
-                    if action.stream_role != event.role:
-                        action.stream += f"\n[{event.role}] " if action.stream else f"[{event.role}] "
-                        action.stream_role = event.role
-                    action.stream = (action.stream + event.text)[-STREAM_CHARS:]
+                if view is not None and (event.call or view.actions):
+                    call = view.call(event.call, event.role)
+                    if event.call:
+                        call.add_prose(event.text)
+                    else:
+                        call.add_legacy(event.text)
+                    call.heard = event.time
             case JudgeToolCall():
-                if view is not None and event.result:
-                    view.log.append(f"{event.role}: {event.tool} -> {event.result[:120]}")
-                elif view is not None:
-                    view.log.append(f"{event.role}: {event.tool}({event.args[:120]})")
+                if view is not None:
+                    call = view.call(event.call, event.role)
+                    call.heard = event.time
+                    text = (
+                        f"{event.tool} -> {event.result[:120]}"
+                        if event.result
+                        else f"{event.tool}({event.args[:120]})"
+                    )
+                    call.entries.append(CallEntry("tool", text))
+                    view.log.append(f"{event.role}: {text}")
             case JudgeRetry():
                 if view is not None:
+                    call = view.call(event.call, event.role)
+                    what = "request failed, asked again" if event.transport else "answer sent back"
+                    call.entries.append(
+                        CallEntry("retry", f"retry {event.attempt} ({what}): {event.error[:300]}")
+                    )
+                    call.heard = event.time
                     view.log.append(f"{event.role}: retry {event.attempt}: {event.error[:160]}")
+            case JudgeAnswer():
+                if view is not None:
+                    call = view.call(event.call, event.role)
+                    call.fields, call.error, call.done, call.heard = (
+                        event.fields or None,
+                        event.error,
+                        True,
+                        event.time,
+                    )
+            case EngineStatus():
+                if event.done:
+                    self.statuses.pop(event.key, None)
+                else:
+                    self.statuses[event.key] = event.text
             case LimitOccupancy():
                 limit = self.limits.setdefault(event.name, LimitView(event.name, event.capacity))
                 limit.capacity, limit.in_use, limit.waiting = event.capacity, event.in_use, event.waiting
@@ -331,6 +469,33 @@ class RunState:
             return 0.0
         return max(0.0, self.last_time - self.started)
 
+    def clock(self, now: float) -> float:
+        """Seconds since the run started: up to ``now`` while it runs (a clock that advances with
+        no events), up to its last event once it ended."""
+        if self.started is None:
+            return 0.0
+        end = now if self.status == "running" else (self.last_time or self.started)
+        return max(0.0, end - self.started)
+
+    def activity(self, now: float) -> str:
+        """What the engine is doing, for the status line, when events say so (else "")."""
+        parts = list(self.statuses.values())
+        waiting = [
+            (job, c)
+            for job in self.jobs.values()
+            if job.status == "judging"
+            for c in job.calls.values()
+            if not c.done and c.started and now - c.heard >= WAITING_S
+        ]
+        if waiting:
+            job, c = min(waiting, key=lambda jc: jc[1].heard)
+            more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
+            parts.append(
+                f"waiting for the judge model: {c.who or c.role}, task {job.task_id} / {job.model}, "
+                f"{now - c.heard:.0f} s{more}"
+            )
+        return "; ".join(parts)
+
     @property
     def throughput(self) -> float:
         """Judged pages per minute over this view's window."""
@@ -357,6 +522,10 @@ class RunState:
         running = [j for j in self.jobs.values() if j.status in ("judging", "generating")]
         pool = running or list(self.jobs.values())
         return max(pool, key=lambda j: j.seq, default=None)
+
+
+def _shown(value: object) -> str | int | float | bool | None:
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
 def _action(view: JobView | None, index: int) -> ActionView | None:

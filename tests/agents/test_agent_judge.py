@@ -20,6 +20,7 @@ from judge_site import MUTANTS, SITE, write_page
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
+from iwr_bench.agents.events import AgentEvent
 from iwr_bench.agents.grounding import HeuristicGrounder, element_label
 from iwr_bench.agents.judge.agent import AgentStepJudge
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
@@ -117,8 +118,9 @@ def scripted(decide: Any) -> FunctionModel:
 
 
 def _collect(events: Events) -> Any:
-    def sink(kind: str, data: dict[str, object]) -> None:
-        events.append((kind, data))
+    def sink(event: AgentEvent) -> None:  # a typed event: a malformed one fails where it is built
+        data = event.model_dump()
+        events.append((data["kind"], data))
 
     return sink
 

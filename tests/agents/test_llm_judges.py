@@ -20,6 +20,7 @@ from scripted_model import (
     truthful_verdict,
 )
 
+from iwr_bench.agents.events import AgentEvent
 from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.grounding_llm import LLMGrounder
@@ -39,8 +40,9 @@ Events = list[tuple[str, dict[str, object]]]
 
 
 def _collect(events: Events) -> Any:
-    def sink(kind: str, data: dict[str, object]) -> None:
-        events.append((kind, data))
+    def sink(event: AgentEvent) -> None:  # a typed event: a malformed one fails where it is built
+        data = event.model_dump()
+        events.append((data["kind"], data))
 
     return sink
 
@@ -73,7 +75,11 @@ async def test_llm_judges_replay_a_page(task: Task, pool: PagePool, tmp_path: Pa
     assert all(p.images == 2 for p in judge_model.prompts)  # before and after
     assert all(s.get("temperature") == 0.0 for s in judge_model.settings)
     deltas = "".join(str(d["text"]) for k, d in events if k == "judge_delta" and d["role"] == "assertions")
-    assert '"verdict"' in deltas  # the answer streamed out piece by piece, as it was written
+    assert "looked for" in deltas and "{" not in deltas  # the prose streamed, never the raw JSON
+    answers = [d for k, d in events if k == "judge_answer" and d["role"] == "assertions"]
+    assert answers and all(d["fields"]["verdict"] in ("yes", "no") for d in answers)  # type: ignore[index]
+    started = [d for k, d in events if k == "judge_call_started" and d["role"] == "grounder"]
+    assert started and all(str(d["request"]).startswith(("Click: ", "Type: ", "Scroll: ")) for d in started)
     assert any(k == "judge_delta" and d["role"] == "grounder" for k, d in events)
 
 

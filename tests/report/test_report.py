@@ -126,6 +126,11 @@ def test_cli_report_and_bad_input(
 @pytest.mark.anyio
 async def test_html_report_loads_offline_without_errors(report: Path, tmp_path: Path) -> None:
     html = (report / "index.html").read_text()
+    # each scored action: reference, replay and the diff of the two (an image in the folder)
+    diffs = re.findall(
+        r'<img src="(img/[^"]+/diff_[^"]+\.jpg)" alt="diff: \d+\.\d% of pixels, \d+ region', html
+    )
+    assert diffs and all((report / d).is_file() for d in diffs)
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|url\(\s*["']?(https?:)?//""", html)
     async with PagePool(PoolConfig(size=1)) as pool:
         spec = PageSpec(page=str(report), viewport=Viewport(width=1280, height=900))

@@ -39,7 +39,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage, UsageLimits
 
 from iwr_bench.agents.grounding import Grounding, element_label
-from iwr_bench.agents.judge.llm_base import model_label, report_event
+from iwr_bench.agents.judge.llm_base import CallReporter, answer_fields, model_label
 from iwr_bench.agents.judge.records import AssertionVerdict, FailureClass, StepBudget
 from iwr_bench.agents.judge.replay import ReplayPolicy
 from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
@@ -93,6 +93,8 @@ class _Step:
     moved_px: float | None = None
     after_png: bytes | None = None
     usage: RunUsage = field(default_factory=RunUsage)
+    reporter: CallReporter | None = None
+    """Reports the step's judge call."""
 
 
 def _summary(content: Any) -> str:
@@ -147,7 +149,8 @@ async def _record(ctx: RunContext[_Step], events: AsyncIterable[AgentStreamEvent
                 step.labels.update(
                     {e.index: f"{e.role or e.tag}: {element_label(e)}" for e in part.content.elements}
                 )
-        report_event(ROLE, event, result)
+        if step.reporter is not None:
+            step.reporter.event(event, result)
 
 
 def _action_toolset(step: _Step, text: str | None) -> FunctionToolset[_Step]:
@@ -298,6 +301,8 @@ class AgentStepJudge:
                 performed=False, failure="action_error", message="the Type action gives no text to type"
             )
         step = _Step(request)
+        step.reporter = CallReporter("step", "step agent", f"{action.type}: {action.parameters.description}")
+        step.reporter.started()
         inspect = build_toolset(request.tools).filtered(
             lambda _ctx, tool: (
                 tool.name in _INSPECT and not (action.type == "Scroll" and tool.name == "scroll")
@@ -328,6 +333,7 @@ class AgentStepJudge:
             error = self._exhausted(exhausted, step.usage)
         except (AgentRunError, ModelAPIError, TimeoutError, OSError) as exc:
             error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        step.reporter.answered(answer_fields(answer) if answer is not None else {}, error)
         return self._outcome(step, answer, error, self._budget(step.usage, exhausted))
 
     def _exhausted(self, which: Literal["steps", "tokens"], usage: RunUsage) -> str:

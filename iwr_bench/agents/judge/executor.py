@@ -23,7 +23,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from iwr_bench.agents.events import Emit, emitting
+from iwr_bench.agents.events import (
+    ActionExecuted,
+    ActionGrounded,
+    ActionStarted,
+    AgentEvent,
+    AssertionVerdictEvent,
+    Emit,
+    emitting,
+)
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.agents.judge.records import (
     ActionRecord,
@@ -69,8 +77,8 @@ class _Failed(Exception):
         self.failure: FailureClass = failure
 
 
-def _no_emit(kind: str, data: dict[str, object]) -> None:
-    del kind, data
+def _no_emit(event: AgentEvent) -> None:
+    del event
 
 
 class Executor:
@@ -132,8 +140,7 @@ class Executor:
             )
             record.before = f"step_{i}.png"  # the state after the previous action (or the initial one)
             self.emit(
-                "action_started",
-                {"index": i, "total": len(actions), "type": action.type, "description": record.description},
+                ActionStarted(index=i, total=len(actions), type=action.type, description=record.description)
             )
             try:
                 if self.step is not None:
@@ -150,12 +157,11 @@ class Executor:
             record.seconds = round(time.perf_counter() - start, 3)
             records.append(record)
             self.emit(
-                "action_finished",
-                {
+                ActionExecuted(
                     **record.model_dump(include={"index", "status", "failure", "message"}),
-                    "screenshot": record.after or record.before,  # a failed action: the state it met
-                    "checkpoint": _checkpoint(task, i),
-                },
+                    screenshot=record.after or record.before,  # a failed action: the state it met
+                    checkpoint=_checkpoint(task, i),
+                )
             )
             if record.status == "ok":
                 success += 1
@@ -198,7 +204,7 @@ class Executor:
         record.grounding, record.budget = outcome.grounding, outcome.budget
         record.scroll_moved_px = outcome.scroll_moved_px
         if outcome.grounding is not None:
-            self._emit_grounded(record.index, outcome.grounding)
+            self._emit_grounded(record.index, action.parameters.description, outcome.grounding)
         if not outcome.performed:
             raise _Failed(outcome.failure or "action_error", outcome.message)
         shot = outcome.after_png or await tools.screenshot()
@@ -262,21 +268,25 @@ class Executor:
         )
         grounding = await self.grounder(request)
         record.grounding = grounding
-        self._emit_grounded(record.index, grounding)
+        self._emit_grounded(record.index, request.description, grounding)
         if grounding.index is None:
             raise _Failed("element_not_found", grounding.reason)
         return grounding.index
 
-    def _emit_grounded(self, index: int, grounding: Grounding) -> None:
+    def _emit_grounded(self, index: int, description: str, grounding: Grounding) -> None:
+        best = grounding.candidates[0] if grounding.candidates else None
         self.emit(
-            "action_grounded",
-            {
-                "index": index,
-                "element": grounding.index,
-                "score": grounding.score,
-                "reason": grounding.reason,
-                "grounder": grounding.grounder,
-            },
+            ActionGrounded(
+                index=index,
+                element=grounding.index,
+                score=grounding.score,
+                reason=grounding.reason,
+                grounder=grounding.grounder,
+                description=description,
+                best=best.label if best is not None else "",
+                best_score=best.score if best is not None else None,
+                threshold=grounding.threshold,
+            )
         )
 
     async def _assert(
@@ -306,8 +316,9 @@ class Executor:
         """Record and report ``verdict``; raise when it ends the prefix (the policies decide)."""
         record.assertion = verdict
         self.emit(
-            "assertion_verdict",
-            {"index": record.index, "assertion": action.logical_assertion, **verdict.model_dump()},
+            AssertionVerdictEvent(
+                index=record.index, assertion=action.logical_assertion, **verdict.model_dump()
+            )
         )
         passed = verdict.verdict == "yes"
         unsure_passes = capability(self.policy, ReplayPolicy, "unsure_verdict_passes")

@@ -19,7 +19,7 @@ from pydantic_ai.messages import UserContent
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from iwr_bench.agents.judge.llm_base import Asked, ask, model_label
+from iwr_bench.agents.judge.llm_base import Asked, CallReporter, ask, model_label
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict, Verdict
 from iwr_bench.registry import register
 
@@ -88,8 +88,11 @@ class LLMAssertionJudge:
         answers: list[Asked[AssertionAnswer]] = [Asked(None, "not asked")] * self.votes
 
         async def one(i: int) -> None:
+            who = f"assertion judge, vote {i + 1} of {self.votes}" if self.votes > 1 else "assertion judge"
+            vote = i + 1 if self.votes > 1 else None
+            reporter = CallReporter("assertions", who, request.assertion, vote=vote)
             answers[i] = await ask(
-                self._agent, prompt, role="assertions", retries=self.retries, settings=self._settings(i)
+                self._agent, prompt, reporter=reporter, retries=self.retries, settings=self._settings(i)
             )
 
         async with anyio.create_task_group() as tg:

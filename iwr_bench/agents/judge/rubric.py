@@ -13,7 +13,8 @@ from pydantic_ai import Agent, BinaryContent
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
-from iwr_bench.agents.judge.llm_base import ask, model_label
+from iwr_bench.agents.events import FieldValue
+from iwr_bench.agents.judge.llm_base import CallReporter, ask, model_label
 from iwr_bench.registry import register
 
 RUBRIC_PARTS: dict[str, int] = {"layout": 10, "elements": 15, "content": 40, "style": 15, "overall": 20}
@@ -83,9 +84,10 @@ class RubricJudge:
                 "Generated page:",
                 BinaryContent(data=generated_png, media_type="image/png"),
             ],
-            role="rubric",
+            reporter=CallReporter("rubric", "rubric judge", "score the generated page against the reference"),
             retries=self.retries,
             settings=ModelSettings(temperature=0.0),
+            shown=_shown,
         )
         answer = asked.output
         if answer is None:
@@ -94,6 +96,10 @@ class RubricJudge:
         return RubricResult(
             score=float(answer.total), parts=parts, reasoning=answer.reasoning, judge=self.name
         )
+
+
+def _shown(answer: RubricAnswer) -> dict[str, FieldValue]:
+    return {"score": answer.total, **{name: int(getattr(answer, name)) for name in RUBRIC_PARTS}}
 
 
 @register("rubric", "llm")
