@@ -288,11 +288,8 @@ class Engine:
                 f"{self.run_dir} already holds a run: continue it with `iwr run --resume {self.run_dir}`"
             )
         metrics = None
-        if self.layout.judge:
+        if self.stages.judging_left():  # nothing left to judge: no metric, no torch import, no browser
             metrics = await anyio.to_thread.run_sync(self._metrics)  # builds no model (they load lazily)
-        if (
-            self.stages.judging_left()
-        ):  # a run with nothing left to judge imports no torch and starts no browser
             await anyio.to_thread.run_sync(preload_libraries)
         manifest = self.manifest(metrics)
         if previous is None:
@@ -399,7 +396,7 @@ class Engine:
             self._pairs[(task.id, slug)] = scope
             try:
                 result = await self.stages.generate(task, slug) if self.layout.generate else None
-                if metrics is not None:
+                if self.layout.judge:
                     await self.stages.judge(task, slug, result, pool, metrics)
             finally:
                 del self._pairs[(task.id, slug)]

@@ -164,19 +164,19 @@ class PairStages:
         slug: str,
         result: GenerationResult | None,
         pool: PagePool | None,
-        metrics: VisualMetrics,
+        metrics: VisualMetrics | None,
     ) -> None:
         """Judge the pair's page: replay it, measure it, score it and record the evaluation."""
         jid, todo = self.recorder.open("judge", task.id, slug)
         if not todo:
             self.recorder.skipped(jid, "judge", task.id, slug)
             return
+        assert pool is not None and metrics is not None, "the engine opens them when judging is left"
         out = self.layout.judged_dir(task.id, slug)
         gen = self.store.job(job_id("gen", task.id, slug))
         if gen is not None and gen.status == JobStatus.failed:  # no page to judge: it scores 0
             await self._score_missing_page(task, slug, gen.failure, gen.message, metrics)
             return
-        assert pool is not None, "the engine opens the browser pages when judging is left"
         evidence = f"{out.relative_to(self.run_dir).as_posix()}/evidence"
         cfg = self.config.judge
         executor = Executor(
