@@ -18,7 +18,6 @@ from iwr_bench.engine.run import Engine
 from iwr_bench.engine.setup import load_run_tasks
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.registry import load_plugins
 from iwr_bench.report.fronts import print_judge_summary
 
 __all__ = ["cmd_judge", "model_folder", "model_key", "register"]
@@ -112,7 +111,6 @@ def cmd_judge(args: argparse.Namespace) -> int:
     for name in ("pages_at_once", "judge_calls"):
         if getattr(args, name) < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1")
-    load_plugins(plugin_refs(args.plugin, Path.cwd()))
     tasks, _source, skipped = load_run_tasks(_config(args, []))
     if not args.pages.is_dir():
         raise UserError(f"{args.pages} is not a folder")
