@@ -181,6 +181,11 @@ def _resumed_config(run_dir: Path, plugins: list[str] | None = None) -> RunConfi
         manifest = store.manifest()
     finally:
         store.close()
+    front = manifest.get("front", "run")
+    if front != "run":
+        raise UserError(
+            f"{run_dir} holds a run of `iwr {front}`: continue it with `iwr {front} ... --resume`"
+        )
     stored = manifest.get("config")
     if not isinstance(stored, dict):
         raise UserError(f"{run_dir}: the run's manifest has no config; it cannot be resumed")

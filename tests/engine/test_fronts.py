@@ -66,3 +66,5 @@ def test_a_front_does_not_take_over_a_run_of_another_command(
     assert main(judge) == 2  # the folder holds the generate session's store
     assert "holds a run of `iwr generate`" in capsys.readouterr().err
     assert _gen_jobs(out) == {(1, "blank"): ("done", 1), (2, "blank"): ("done", 1)}
+    assert main(["run", "--resume", str(out)]) == 2  # nor does `iwr run`
+    assert "holds a run of `iwr generate`" in capsys.readouterr().err
