@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import TypeAlias
+
+import anyio
+
+from iwr_bench.engine.progress import LiveProgress, PlainProgress
+from iwr_bench.engine.run import Engine, RunOutcome
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # pyright: ignore[reportPrivateUsage]
 """The object ``add_subparsers`` returns; each command module's ``register`` receives it."""
@@ -16,3 +23,40 @@ def add_skip_invalid(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="go on without task records that cannot be read (they are counted); default: stop",
     )
+
+
+def add_session_flags(parser: argparse.ArgumentParser) -> None:
+    """``--resume``, ``--retry-failed``, ``--tui`` and ``--quiet`` of ``iwr judge`` and ``iwr generate``."""
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the session stored in --out (finished pairs are skipped); default: start over",
+    )
+    parser.add_argument("--retry-failed", action="store_true", help="on resume, also redo pairs that failed")
+    parser.add_argument("--tui", action="store_true", help="watch the work in the terminal UI")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def drive(engine: Engine, *, tui: bool = False, quiet: bool = False) -> RunOutcome:
+    """Run a prepared engine to its end, under the terminal UI or with progress lines on stderr."""
+    if tui:
+        from iwr_bench.tui.app import run_tui
+
+        return run_tui(engine)
+    progress: LiveProgress | PlainProgress | None = None
+    if not quiet:
+        progress = LiveProgress() if sys.stderr.isatty() else PlainProgress()
+    if progress is None:
+        return anyio.run(engine.run)
+    engine.bus.subscribe(progress)
+    with progress:
+        return anyio.run(engine.run)
+
+
+def session_end(outcome: RunOutcome, command: str, out: Path) -> int:
+    """The exit status of a judge or generate session (0: completed), with a line on stderr otherwise."""
+    if outcome.status == "completed":
+        return 0
+    how = "stopped" if outcome.status == "cancelled" else f"failed ({outcome.message})"
+    print(f"{command} {how}; continue it with: iwr {command} ... --out {out} --resume", file=sys.stderr)
+    return 130 if outcome.status == "cancelled" else 1

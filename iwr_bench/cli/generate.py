@@ -1,35 +1,24 @@
-"""``iwr generate``: write one page per task and model into the official results tree."""
+"""``iwr generate``: write one page per task and model into the official results tree.
+
+A front over the engine's generate stage alone: provider limits, the budget, the response cache,
+the run store (``<out>/run.sqlite``), events, ``--resume`` and ``--tui`` are those of ``iwr run``;
+pages go to ``<out>/<id>/<model>/index.html``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
-import anyio
-import anyio.to_thread
-
-from iwr_bench.agents.generation import (
-    BASELINES,
-    Budget,
-    GenerationResult,
-    Generator,
-    ModelConfig,
-    ResponseCache,
-    RunFile,
-    build_generator,
-    load_run_file,
-    opened,
-    totals,
-    write_result,
-)
-from iwr_bench.agents.generation.prompt import load_prompt_file
-from iwr_bench.cli._common import Subparsers, add_skip_invalid
-from iwr_bench.dataset.layout import Task, load_tasks, unreadable
-from iwr_bench.engine.config import generator_design, only_tasks
+from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config
+from iwr_bench.engine.layout import RunLayout, generation_results
+from iwr_bench.engine.run import Engine
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.registry import build
+from iwr_bench.report.fronts import print_generation_summary
 
 DEFAULT_CACHE = Path(os.environ.get("IWR_BENCH_CACHE", "~/.cache/iwr-bench/responses")).expanduser()
 
@@ -44,7 +33,7 @@ def register(sub: Subparsers) -> None:
         required=True,
         metavar="NAME",
         help="pydantic-ai model name (openai:gpt-4o), a [[models]] name from --config, "
-        f"a baseline ({', '.join(BASELINES)}), pages:DIR or mutants:NAME; repeatable",
+        "a baseline (oracle, screenshot, blank), pages:DIR or mutants:NAME; repeatable",
     )
     p.add_argument("--out", type=Path, required=True, help="results folder: <out>/<id>/<model>/index.html")
     p.add_argument("--only", help="comma-separated task ids to keep")
@@ -54,7 +43,13 @@ def register(sub: Subparsers) -> None:
         "--cache-dir", type=Path, default=DEFAULT_CACHE, help=f"response cache (default {DEFAULT_CACHE})"
     )
     p.add_argument("--budget", type=float, default=None, metavar="USD", help="stop new model calls past this")
-    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="generations at once (default 4)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="model requests at once per provider (default 4)",
+    )
     p.add_argument(
         "--asset-base",
         default=None,
@@ -71,60 +66,28 @@ def register(sub: Subparsers) -> None:
         "--prompt-file", type=Path, default=None, metavar="PATH", help="instructions from this file"
     )
     add_skip_invalid(p)
+    add_session_flags(p)
     p.set_defaults(func=cmd_generate)
 
 
-def build_generators(args: argparse.Namespace, budget: Budget) -> list[Generator]:
-    """One generator per ``--model``, all built before any call (so key errors come first).
-
-    Raises:
-        UserError: for an unknown model, a missing key or a bad run file.
-    """
-    run = load_run_file(args.config) if args.config else RunFile()
-    cache = None if args.no_cache else ResponseCache(args.cache_dir)
-    prompt = load_prompt_file(args.prompt_file) if args.prompt_file else None
-    protocol = EvalProtocol(args.protocol)
-    generators: list[Generator] = []
-    for name in dict.fromkeys(args.model):
-        config = run.find(name) or ModelConfig(name=name)
-        design = generator_design(config)  # baselines, pages:DIR, mutants:NAME, as `iwr run` reads them
-        if design is not None:
-            extra = {"asset_base": args.asset_base} if design[0] == "oracle" else {}
-            generator, _spec = build("generator", design[0], {**design[1], **extra})
-            generators.append(generator)
-            continue
-        generators.append(
-            build_generator(
-                config,
-                cache=cache,
-                budget=budget,
-                asset_base=args.asset_base,
-                protocol=protocol,
-                prompt=prompt,
-            )
-        )
-    return generators
-
-
-async def run_all(
-    tasks: list[Task], generators: list[Generator], out: Path, concurrency: int
-) -> list[GenerationResult]:
-    """Generate every (task, generator) pair, writing each result as soon as it is done."""
-    limiter = anyio.CapacityLimiter(concurrency)
-    results: list[GenerationResult] = []
-
-    async def one(task: Task, generator: Generator) -> None:
-        async with limiter:
-            result = await generator(task)
-        await anyio.to_thread.run_sync(write_result, out, result)
-        results.append(result)
-
-    async with opened(generators), anyio.create_task_group() as tg:
-        for task in tasks:
-            for generator in generators:
-                tg.start_soon(one, task, generator)
-    order = {(t.id, g.name): i for i, (t, g) in enumerate((t, g) for t in tasks for g in generators)}
-    return sorted(results, key=lambda r: order.get((r.task_id, r.model), 0))
+def _config(args: argparse.Namespace) -> RunConfig:
+    """The run config of a generation session: the ``--model`` entries (as configured in ``--config``)."""
+    known = {m.name: m for m in load_run_config(args.config).models} if args.config else {}
+    models = [
+        known[n].model_dump(mode="json", exclude_unset=True) if n in known else {"name": n}
+        for n in dict.fromkeys(args.model)
+    ]
+    data: dict[str, Any] = {
+        "tasks": str(args.tasks),
+        "only": parse_only(args.only),
+        "skip_invalid": args.skip_invalid,
+        "protocol": args.protocol,
+        "prompt_file": str(args.prompt_file) if args.prompt_file else "",
+        "budget_usd": args.budget or 0.0,
+        "models": models,
+        "limits": {"model_calls": args.concurrency},
+    }
+    return parse_run_config(data, "options")
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -133,30 +96,20 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise UserError("--concurrency must be at least 1")
     if args.budget is not None and args.budget < 0:
         raise UserError("--budget must not be negative")
-    task_set = load_tasks(args.tasks)
-    skipped = unreadable(task_set, skip_invalid=args.skip_invalid)
-    task_set.tasks = only_tasks(task_set.tasks, args.only, args.tasks)
-    if not task_set.tasks:
-        raise UserError(f"{args.tasks} holds no readable task (run `iwr tasks validate {args.tasks}`)")
-    budget = Budget(args.budget)
-    generators = build_generators(args, budget)
-    results = anyio.run(run_all, task_set.tasks, generators, args.out, args.concurrency)
-    print_summary(results, budget, args.out)
-    if skipped:
-        print(f"{len(skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
-    return 0
-
-
-def print_summary(results: list[GenerationResult], budget: Budget, out: Path) -> None:
-    """One line per model plus the run total."""
-    spent = 0.0
-    for t in totals(results).values():
-        fails = ", ".join(f"{k} {v}" for k, v in sorted(t.failures.items()))
-        price = f"${t.cost_usd:.4f}" + (f" (+{t.unpriced} unpriced)" if t.unpriced else "")
-        print(
-            f"{t.model}: {t.tasks} task(s), {t.ok} ok, {t.failed} failed{f' ({fails})' if fails else ''}, "
-            f"{t.cache_hits} cached, {t.input_tokens}+{t.output_tokens} tokens, {price}"
-        )
-        spent += t.cost_usd
-    cap = f" of ${budget.limit_usd:.4f} budget" if budget.limit_usd is not None else ""
-    print(f"total: {len(results)} generation(s), ${spent:.4f} spent{cap}; pages under {out}")
+    config = _config(args)
+    layout = RunLayout(
+        args.out,
+        front="generate",
+        judge=False,
+        pages=args.out,
+        response_cache=None if args.no_cache else args.cache_dir,
+        asset_base=args.asset_base,
+    )
+    engine = Engine(config, args.out, resume=args.resume, retry_failed=args.retry_failed, layout=layout)
+    engine.prepare()
+    outcome = drive(engine, tui=args.tui, quiet=args.quiet)
+    assert engine.store is not None
+    print_generation_summary(generation_results(engine.store), engine.budget, args.out)
+    if engine.skipped:
+        print(f"{len(engine.skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
+    return session_end(outcome, "generate", args.out)

@@ -1,32 +1,29 @@
-"""``iwr judge``: replay and score pre-generated pages laid out as the official results tree."""
+"""``iwr judge``: replay and score pre-generated pages laid out as the official results tree.
+
+A front over the engine's judging stages (replay, metrics, rubric, record) on pages that already
+exist: the limits, the run store (``<out>/run.sqlite``), events, ``--resume`` and ``--tui`` are
+those of ``iwr run``; evaluations go to ``<out>/<id>/<model>/eval.json``.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-import anyio
-from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table
-
-from iwr_bench.agents.judge.evaluate import Evaluation, VisualMetrics, evaluate
-from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
-from iwr_bench.agents.judge.official import aggregate
-from iwr_bench.agents.judge.records import undetermined_rate
-from iwr_bench.cli._common import Subparsers, add_skip_invalid
-from iwr_bench.dataset.layout import Task, load_tasks, unreadable
-from iwr_bench.engine.config import JudgeSettings, only_tasks, plugin_refs
-from iwr_bench.engine.judges import JudgeSet, build_judges
-from iwr_bench.engine.limits import Limits
+from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.engine.config import RunConfig, parse_only, parse_run_config, plugin_refs
+from iwr_bench.engine.layout import RunLayout, model_folder, model_key, page_models, read_evaluations
+from iwr_bench.engine.run import Engine
+from iwr_bench.engine.setup import load_run_tasks
 from iwr_bench.errors import UserError
-from iwr_bench.metrics.cache import MetricCache
-from iwr_bench.metrics.pair import CachedMetric
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.registry import create, load_plugins
-from iwr_bench.report.tables import hvs_note
-from iwr_bench.tools.models import SettleConfig
-from iwr_bench.tools.pool import PagePool, PoolConfig
+from iwr_bench.report.fronts import print_judge_summary
+
+__all__ = ["cmd_judge", "model_folder", "model_key", "register"]
+
+_print_summary = print_judge_summary
+"""The summary table (kept under its old name)."""
 
 
 def register(sub: Subparsers) -> None:
@@ -76,177 +73,69 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--judge-error-policy", choices=["pass", "fail"], default="fail")
     p.add_argument("--undetermined-policy", choices=["pass", "fail"], default="pass")
     add_skip_invalid(p)
+    add_session_flags(p)
     p.set_defaults(func=cmd_judge)
 
 
-def model_key(name: str) -> str:
-    """The official results-folder name of a model: lower case, ``/`` as ``__``."""
-    return name.lower().replace("/", "__")
-
-
-def _models(pages: Path, tasks: list[Task]) -> list[str]:
-    """Model folders under ``<pages>/<id>/``, one per model whichever spelling (ours or lower-case)."""
-    found: dict[str, str] = {}
-    for t in tasks:
-        folder = pages / str(t.id)
-        if folder.is_dir():
-            for d in sorted(folder.iterdir()):
-                if d.is_dir() and not d.name.startswith("."):
-                    found.setdefault(model_key(d.name), d.name)
-    return sorted(found.values())
-
-
-def model_folder(pages: Path, task_id: int, model: str) -> Path | None:
-    """The page folder of (task, model) in either spelling, or None when there is none."""
-    folder = pages / str(task_id)
-    exact = folder / model
-    if exact.is_dir():
-        return exact
-    if folder.is_dir():
-        for d in sorted(folder.iterdir()):
-            if d.is_dir() and model_key(d.name) == model_key(model):
-                return d
-    return None
+def _config(args: argparse.Namespace, models: list[str]) -> RunConfig:
+    """The run config of a judging session from the options (one line naming a bad one)."""
+    judge: dict[str, Any] = {
+        "grounder": args.grounder,
+        "assertions": args.assertions,
+        "model": args.judge_model,
+        "rubric": args.rubric,
+        "base_url": args.judge_base_url,
+        "api_key_env": args.judge_api_key_env,
+        "votes": args.votes,
+        "retries": args.retries,
+        "judge_error_policy": args.judge_error_policy,
+        "undetermined_policy": args.undetermined_policy,
+    }
+    data: dict[str, Any] = {
+        "tasks": str(args.tasks),
+        "only": parse_only(args.only),
+        "skip_invalid": args.skip_invalid,
+        "protocol": args.protocol,
+        "plugins": plugin_refs(args.plugin, Path.cwd()),
+        "models": [{"name": m} for m in models],
+        "judge": judge,
+        "metrics": {"dino": args.dino},
+        "limits": {"browser_pages": args.pages_at_once, "judge_calls": args.judge_calls, "metric_workers": 1},
+        "browser": {"settle": args.settle or "stable"},
+    }
+    return parse_run_config(data, "options")
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
     """Judge every (task, model) page; a missing page scores 0 (default) or is left out (official)."""
-    load_plugins(plugin_refs(args.plugin, Path.cwd()))
-    try:
-        settings = JudgeSettings.model_validate(
-            {
-                "grounder": args.grounder,
-                "assertions": args.assertions,
-                "model": args.judge_model,
-                "rubric": args.rubric,
-                "base_url": args.judge_base_url,
-                "api_key_env": args.judge_api_key_env,
-                "votes": args.votes,
-                "retries": args.retries,
-                "judge_error_policy": args.judge_error_policy,
-                "undetermined_policy": args.undetermined_policy,
-            }
-        )
-    except ValidationError as exc:
-        raise UserError(f"bad judge options: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
-    answers: dict[str, str] = {}
-    limits = Limits(
-        browser_pages=args.pages_at_once,
-        metric_workers=1,
-        judge_calls=max(1, args.judge_calls),
-        provider_calls={},
-        default_provider_calls=4,
-    )
-    judges = build_judges(
-        settings, limits, answers.get, lambda key, role, data: answers.__setitem__(key, data)
-    )
-    task_set = load_tasks(args.tasks)
-    skipped = unreadable(task_set, skip_invalid=args.skip_invalid)
-    task_set.tasks = only_tasks(task_set.tasks, args.only, args.tasks)
+    for name in ("pages_at_once", "judge_calls"):
+        if getattr(args, name) < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
+    tasks, _source, skipped = load_run_tasks(_config(args, []))
     if not args.pages.is_dir():
         raise UserError(f"{args.pages} is not a folder")
-    models = _models(args.pages, task_set.tasks)
+    models = page_models(args.pages, [t.id for t in tasks])
     if not models:
         raise UserError(f"no pages under {args.pages} (expected <id>/<model>/index.html)")
-    results = anyio.run(_judge_all, args, task_set.tasks, models, judges)
-    _print_summary(results, models, EvalProtocol(args.protocol))
+    config = _config(args, models)
+    layout = RunLayout(
+        args.out,
+        front="judge",
+        generate=False,
+        pages=args.pages,
+        judged=args.out,
+        folders={m.slug: m.name for m in config.models},
+        any_spelling=True,
+        response_cache=None,
+    )
+    engine = Engine(config, args.out, resume=args.resume, retry_failed=args.retry_failed, layout=layout)
+    engine.prepare()
+    outcome = drive(engine, tui=args.tui, quiet=args.quiet)
+    slugs = config.model_slugs
+    results = read_evaluations(layout, [t.id for t in engine.tasks], slugs)
+    for r in results:
+        print(f"task {r.task_id} {r.model}: {r.success_step}/{r.total_step} actions")
+    print_judge_summary(results, models, EvalProtocol(args.protocol))
     if skipped:
         print(f"{len(skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
-    return 0
-
-
-async def _judge_all(
-    args: argparse.Namespace, tasks: list[Task], models: list[str], judges: JudgeSet
-) -> list[Evaluation]:
-    ocr, _ = create("metric", "ocr", cache_dir="")  # "": the shared cache in ~/.cache/iwr-bench
-    dino, _ = create("metric", "dino", model=args.dino)
-    cache = MetricCache.default()
-    metrics = VisualMetrics(
-        ocr=CachedMetric(ocr, cache), dino=CachedMetric(dino, cache), rubric=judges.rubric
-    )
-    protocol = EvalProtocol(args.protocol)
-    config = ExecutorConfig(
-        judge_error_policy=args.judge_error_policy,
-        undetermined_policy=args.undetermined_policy,
-        protocol=protocol,
-    )
-    settle = args.settle or ("fixed" if protocol == EvalProtocol.official else "stable")
-    results: list[Evaluation] = []
-    pool_config = PoolConfig(size=args.pages_at_once, settle=SettleConfig(mode=settle))
-    async with judges, PagePool(pool_config) as pool:
-        executor = Executor(
-            pool, judges.grounder, judges.assertions, config, policy=judges.replay, step=judges.step
-        )
-
-        async def one(task: Task, model: str) -> None:
-            folder = model_folder(args.pages, task.id, model)
-            out = args.out / str(task.id) / model
-            replay = await executor.replay(task, folder, out / "evidence")
-            results.append(await evaluate(task, model, replay, out / "evidence", out, metrics, protocol))
-            print(f"task {task.id} {model}: {replay.success_steps}/{replay.total_steps} actions", flush=True)
-
-        async with anyio.create_task_group() as tg:
-            for task in tasks:
-                for model in models:
-                    tg.start_soon(one, task, model)
-    return results
-
-
-def _undetermined(rows: list[Evaluation]) -> str:
-    """The share of a model's judged assertions the judge could not decide."""
-    rate = undetermined_rate(
-        a.assertion.verdict if a.assertion else None for r in rows for a in r.replay.actions
-    )
-    return "-" if rate is None else f"{100 * rate:.0f}%"
-
-
-def _print_summary(results: list[Evaluation], models: list[str], protocol: EvalProtocol) -> None:
-    table = Table(title=f"iwr judge (x100, protocol {protocol.value})")
-    columns = (
-        "model",
-        "tasks",
-        "IFS",
-        "IFS micro",
-        "LVS",
-        "HVS",
-        "VFS",
-        "Final",
-        "no page",
-        "left out",
-        "undet.",
-    )
-    for col in columns:
-        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold")
-    notes: set[str] = set()
-    for model in models:
-        rows = [r for r in results if r.model == model]
-        missing = [r.replay.failure == "no_page" for r in rows]
-        s, left_out, hvs_missing = aggregate(
-            [(r.score, m) for r, m in zip(rows, missing, strict=True)], protocol
-        )
-        if hvs_missing:
-            notes.add(hvs_note(protocol))
-        if s is None:
-            table.add_row(model, "0", *["-"] * 6, str(sum(missing)), str(left_out), _undetermined(rows))
-            continue
-        table.add_row(
-            model,
-            str(s.tasks),
-            f"{s.ifs:.2f}",
-            f"{s.ifs_micro:.2f}",
-            f"{s.lvs:.2f}",
-            "n/a" if s.hvs is None else f"{s.hvs:.2f}",
-            f"{s.vfs:.2f}",
-            f"{s.final:.2f}",
-            str(sum(missing)),
-            str(left_out),
-            _undetermined(rows),
-        )
-    console = Console(width=160)
-    console.print(table)
-    backends = {b.label for r in results for b in r.backends}
-    console.print("backends: " + ", ".join(sorted(backends)))
-    if protocol == EvalProtocol.official and any(r.replay.failure == "no_page" for r in results):
-        console.print("tasks without index.html are left out of the means (official protocol)")
-    for note in sorted(notes):
-        console.print(note)
+    return session_end(outcome, "judge", args.out)

@@ -20,7 +20,6 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from iwr_bench.agents.generation import ModelConfig
 from iwr_bench.cli._common import Subparsers, add_skip_invalid
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
@@ -110,6 +109,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         _positive("--" + name.replace("_", "-"), getattr(args, name))
     base = load_run_config(args.config) if args.config else RunConfig()
     data: dict[str, Any] = base.model_dump(mode="json")
+    # A model keeps only the settings its table gave: the official preset fills the others.
+    data["models"] = [m.model_dump(mode="json", exclude_unset=True) for m in base.models]
     if args.tasks:
         data["tasks"] = args.tasks
     if args.only:
@@ -120,7 +121,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     if args.model:
         known = {m.name: m for m in base.models}
         data["models"] = [
-            (known.get(n) or ModelConfig(name=n)).model_dump(mode="json") for n in dict.fromkeys(args.model)
+            known[n].model_dump(mode="json", exclude_unset=True) if n in known else {"name": n}
+            for n in dict.fromkeys(args.model)
         ]
     judge = data["judge"]
     for opt, key in (
@@ -180,6 +182,11 @@ def _resumed_config(run_dir: Path, plugins: list[str] | None = None) -> RunConfi
         manifest = store.manifest()
     finally:
         store.close()
+    front = manifest.get("front", "run")
+    if front != "run":
+        raise UserError(
+            f"{run_dir} holds a run of `iwr {front}`: continue it with `iwr {front} ... --resume`"
+        )
     stored = manifest.get("config")
     if not isinstance(stored, dict):
         raise UserError(f"{run_dir}: the run's manifest has no config; it cannot be resumed")

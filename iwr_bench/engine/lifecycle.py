@@ -30,7 +30,7 @@ from iwr_bench.engine.events import (
     Stage,
 )
 from iwr_bench.engine.records import FINISHED, INFRA_FAILURES, FailureClass, JobStatus, ScoreRow
-from iwr_bench.engine.store import RunFolderError, RunStore, folder_error, job_id
+from iwr_bench.engine.store import JobRow, RunFolderError, RunStore, folder_error, job_id
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +130,14 @@ class Recorder:
     def open(self, stage: Stage, task_id: int, model: str) -> tuple[str, bool]:
         """The job's id, and whether it must run (False: it finished in an earlier session)."""
         row = self.store.ensure_job(stage, task_id, model)
-        finished = row.status == JobStatus.done or (row.status == JobStatus.failed and not self.retry_failed)
+        finished = self.finished(row)
         if not finished and row.attempts:
             self.store.reopen_job(row.id)
         return row.id, not finished
+
+    def finished(self, row: JobRow) -> bool:
+        """Whether a job finished in an earlier session (a failure counts unless retried)."""
+        return row.status == JobStatus.done or (row.status == JobStatus.failed and not self.retry_failed)
 
     def skipped(self, jid: str, stage: Stage, task_id: int, model: str) -> None:
         """Publish that a job finished in an earlier session (with its scores, for judging)."""
@@ -213,7 +217,7 @@ class Recorder:
         row = ScoreRow(
             job=handle.id,
             task_id=ev.task_id,
-            model=ev.model,
+            model=handle.model,
             total_steps=ev.total_step,
             success_steps=ev.success_step,
             ifs=ev.ifs,

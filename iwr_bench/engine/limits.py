@@ -20,6 +20,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 
 from iwr_bench.agents.generation.calls import Caller, ModelAnswer, ModelCall
 from iwr_bench.engine.deadlines import queued
+from iwr_bench.engine.events import Event, LimitOccupancy
 
 Report = Callable[["NamedLimit"], None]
 
@@ -248,3 +249,26 @@ class Limits:
     def all(self) -> list[NamedLimit]:
         """Every limit created so far."""
         return [self.browser, self.metric, self.judge, *self.providers.values()]
+
+
+class OccupancyReporter:
+    """Publishes the occupancy of each named limit that changed since the last :meth:`flush`."""
+
+    def __init__(self, publish: Callable[[Event], object]) -> None:
+        self.publish = publish
+        self._changed: set[str] = set()
+
+    def changed(self, limit: NamedLimit) -> None:
+        """Note that a limit's occupancy changed (the limits call this)."""
+        self._changed.add(limit.name)
+
+    def flush(self, limits: list[NamedLimit]) -> None:
+        """Publish a :class:`LimitOccupancy` for each of ``limits`` that changed."""
+        for limit in limits:
+            if limit.name in self._changed:
+                self.publish(
+                    LimitOccupancy(
+                        name=limit.name, in_use=limit.in_use, capacity=limit.capacity, waiting=limit.waiting
+                    )
+                )
+        self._changed.clear()

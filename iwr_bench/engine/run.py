@@ -37,15 +37,15 @@ from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.events import (
     Event,
     EventBus,
-    LimitOccupancy,
     RunFinished,
     RunStarted,
     TextCoalescer,
     from_agent,
 )
 from iwr_bench.engine.judges import JudgeSet, build_judges
+from iwr_bench.engine.layout import RunLayout, replace_session
 from iwr_bench.engine.lifecycle import Recorder, run_folder_error
-from iwr_bench.engine.limits import Limits, NamedLimit
+from iwr_bench.engine.limits import Limits, OccupancyReporter
 from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.records import INFRA_FAILURES, RunOutcome
 from iwr_bench.engine.setup import (
@@ -97,9 +97,12 @@ class Engine:
         subscribers: list[Callable[[Event], None]] | None = None,
         pool_config: PoolConfig | None = None,
         lock: RunLock | None = None,
+        layout: RunLayout | None = None,
     ) -> None:
         self.config = config.with_defaults()
         self.run_dir = run_dir
+        self.layout = layout or RunLayout(run_dir)
+        """The stages this command runs and where its pages and evaluations are (``iwr run``: all)."""
         self.resume = resume
         self.retry_failed = retry_failed
         self._model_overrides = generator_models or {}
@@ -115,11 +118,12 @@ class Engine:
         self.skipped: list[dict[str, Any]] = []
         self.generators: dict[str, Generator] = {}
         self.cancel_scope: anyio.CancelScope | None = None
-        self._dirty: set[str] = set()
         self._pairs: dict[tuple[int, str], anyio.CancelScope] = {}
         self.background = Background()
         """Tasks for judge calls and metric batches that their waiters may abandon at a deadline."""
         self.watchdog = Watchdog(self.config.limits.stall_after_s)
+        self._occupancy = OccupancyReporter(lambda event: self.bus.publish(event))
+        """Occupancy of the limits that changed, published every half second."""
         self._text = TextCoalescer(lambda event: self.bus.publish(event))
         """Streamed judge text, published every 100 ms or 1 KB per job instead of per token."""
         self.status = StatusReporter(lambda event: self.bus.publish(event))
@@ -145,14 +149,17 @@ class Engine:
             judge_calls=cfg.limits.judge_calls,
             provider_calls=cfg.limits.providers,
             default_provider_calls=cfg.limits.model_calls,
-            report=self._limit_changed,
+            report=self._occupancy.changed,
             recover_after=cfg.limits.recover_after_s,
         )
         prompt = load_prompt_file(cfg.prompt_file) if cfg.prompt_file else None
-        cache = self.run_dir / "cache" / "responses"
-        self._factory = GeneratorFactory(cfg, self.limits, cache, self._model_overrides, prompt)
+        layout = self.layout
+        self._factory = GeneratorFactory(
+            cfg, self.limits, layout.cache_dir, self._model_overrides, prompt, asset_base=layout.asset_base
+        )
         self.budget = self._factory.budget
-        self.generators = {m.slug: self._factory(m) for m in cfg.models}
+        if layout.generate:  # judging existing pages needs no generator (nor a model's key)
+            self.generators = {m.slug: self._factory(m) for m in cfg.models}
         judges = self._judges_override or build_judges(cfg.judge, self.limits, self._get_call, self._put_call)
         self.judges = judges.with_deadlines(cfg.limits.judge_call_timeout_s, self.background)
         self._open_store()
@@ -164,12 +171,14 @@ class Engine:
         self.stages = PairStages(
             config=cfg,
             run_dir=self.run_dir,
+            layout=layout,
             store=self.store,
             bus=self.bus,
             recorder=self.recorder,
             limits=self.limits,
             judges=self.judges,
             generators=self.generators,
+            models=cfg.model_slugs,
             tasks=self.tasks,
             clock=self.clock,
             watchdog=self.watchdog,
@@ -184,6 +193,8 @@ class Engine:
             self._lock = RunLock(self.run_dir)
         self._lock.acquire()
         try:
+            if not self.resume and self.layout.front != "run":
+                replace_session(self.run_dir, self.layout.front)  # `iwr judge` / `generate` start over
             if not self.resume and (self.run_dir / STORE_NAME).exists():
                 raise UserError(
                     f"{self.run_dir} already holds a run: continue it with `iwr run --resume {self.run_dir}`"
@@ -214,9 +225,9 @@ class Engine:
     def _pool(self) -> PoolConfig:
         return self._pool_config or pool_config(self.config)
 
-    def manifest(self, metrics: VisualMetrics) -> dict[str, Any]:
+    def manifest(self, metrics: VisualMetrics | None) -> dict[str, Any]:
         """What the run used: versions, settings, seeds, sampling, backends, judges, policies."""
-        return run_manifest(
+        return {"front": self.layout.front} | run_manifest(
             self.config,
             self.tasks,
             self.task_source,
@@ -229,27 +240,13 @@ class Engine:
 
     # -- events ---------------------------------------------------------------------------------
 
-    def _limit_changed(self, limit: NamedLimit) -> None:
-        self._dirty.add(limit.name)
-
     async def _report_limits(self) -> None:
         while True:
             await anyio.sleep(0.1)
             self._text.flush_due()
             self._ticks += 1
-            if self._ticks % 5 == 0:
-                self._flush_limits()
-
-    def _flush_limits(self) -> None:
-        assert self.limits is not None
-        for limit in self.limits.all():
-            if limit.name in self._dirty:
-                self.bus.publish(
-                    LimitOccupancy(
-                        name=limit.name, in_use=limit.in_use, capacity=limit.capacity, waiting=limit.waiting
-                    )
-                )
-        self._dirty.clear()
+            if self._ticks % 5 == 0 and self.limits is not None:
+                self._occupancy.flush(self.limits.all())
 
     def _agent_sink(self, jid: str, evidence: str) -> Emit:
         def sink(event: AgentEvent) -> None:
@@ -289,7 +286,7 @@ class Engine:
             if self._own_lock:
                 self.release_lock()
 
-    async def _begin(self) -> VisualMetrics:
+    async def _begin(self) -> VisualMetrics | None:
         """Check the folder, record the manifest and the session's start; the metrics to use."""
         assert self.store is not None and self.limits is not None
         store = self.store
@@ -298,8 +295,10 @@ class Engine:
             raise UserError(
                 f"{self.run_dir} already holds a run: continue it with `iwr run --resume {self.run_dir}`"
             )
-        metrics = await anyio.to_thread.run_sync(self._metrics)  # builds no model (they load lazily)
-        await anyio.to_thread.run_sync(preload_libraries)
+        metrics = None
+        if self.stages.judging_left():  # nothing left to judge: no metric, no torch import, no browser
+            metrics = await anyio.to_thread.run_sync(self._metrics)  # builds no model (they load lazily)
+            await anyio.to_thread.run_sync(preload_libraries)
         manifest = self.manifest(metrics)
         if previous is None:
             store.set_manifest({**manifest, "created": datetime.now(UTC).isoformat()})
@@ -339,9 +338,10 @@ class Engine:
         wall = time.perf_counter() - started
         try:
             self._text.flush()
-            self._flush_limits()
+            self._occupancy.flush(self.limits.all())
             self.bus.publish(RunFinished(status=status, wall_s=round(wall, 3), message=message))  # type: ignore[arg-type]
             self.store.set_meta("status", status)
+            await anyio.to_thread.run_sync(self.store.flush)  # every queued write is in the store
         except RunFolderError as exc:  # the disk filled up at the very end: still resumable
             stopped = stopped or exc
         if stopped is not None:
@@ -357,14 +357,17 @@ class Engine:
             limit_idle_s={lim.name: round(lim.idle_s, 3) for lim in self.limits.all()},
         )
 
-    async def _work(self, scope: anyio.CancelScope, metrics: VisualMetrics) -> None:
-        """Open the browsers, models and judges, then run every pair beside the run's watchers."""
+    async def _work(self, scope: anyio.CancelScope, metrics: VisualMetrics | None) -> None:
+        """Open the browsers, models and judges the work left needs, then run every pair beside the
+        run's watchers."""
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self.background)  # closed last
-            with self.clock.work(StageName.replay):  # starting Chromium is browser time
-                pool = await stack.enter_async_context(PagePool(self._pool()))
+            pool: PagePool | None = None
+            if self.stages.judging_left():
+                with self.clock.work(StageName.replay):  # starting Chromium is browser time
+                    pool = await stack.enter_async_context(PagePool(self._pool()))
+                await stack.enter_async_context(self.judges)
             await stack.enter_async_context(opened_generators(self.generators))
-            await stack.enter_async_context(self.judges)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._report_limits)
                 tg.start_soon(watch_control, self.run_dir, self.cancel_job)
@@ -372,7 +375,7 @@ class Engine:
                 tg.start_soon(self.watchdog.run)
                 async with anyio.create_task_group() as work:
                     for task in self.tasks:
-                        for slug in self.generators:
+                        for slug in self.config.model_slugs:
                             work.start_soon(self._pipeline, task, slug, pool, metrics)
                 tg.cancel_scope.cancel()
 
@@ -394,12 +397,15 @@ class Engine:
 
     # -- one (task, model) pair ------------------------------------------------------------------
 
-    async def _pipeline(self, task: Task, slug: str, pool: PagePool, metrics: VisualMetrics) -> None:
+    async def _pipeline(
+        self, task: Task, slug: str, pool: PagePool | None, metrics: VisualMetrics | None
+    ) -> None:
         with anyio.CancelScope() as scope:
             self._pairs[(task.id, slug)] = scope
             try:
-                result = await self.stages.generate(task, slug)
-                await self.stages.judge(task, slug, result, pool, metrics)
+                result = await self.stages.generate(task, slug) if self.layout.generate else None
+                if self.layout.judge:
+                    await self.stages.judge(task, slug, result, pool, metrics)
             finally:
                 del self._pairs[(task.id, slug)]
         if scope.cancelled_caught:

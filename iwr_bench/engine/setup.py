@@ -139,11 +139,14 @@ class GeneratorFactory:
         self,
         cfg: RunConfig,
         limits: Limits,
-        cache_dir: Path,
+        cache_dir: Path | None,
         overrides: dict[str, Any],
         prompt: PromptFile | None,
+        *,
+        asset_base: str | None = None,
     ) -> None:
         self.cfg = cfg
+        self.asset_base = asset_base
         self.limits = limits
         self.cache_dir = cache_dir
         self.overrides = overrides
@@ -154,17 +157,28 @@ class GeneratorFactory:
         """The generator of one model entry."""
         design = generator_design(m)
         if design is not None and m.slug not in self.overrides:
-            generator, _ = build("generator", design[0], design[1])
+            extra = {"asset_base": self.asset_base} if design[0] == "oracle" and self.asset_base else {}
+            generator, _ = build("generator", design[0], {**design[1], **extra})
             return generator
         protocol = self.cfg.protocol
         m, preset = for_protocol(m, protocol)
         model = self.overrides.get(m.slug) or build_model(m)
         limit = self.limits.provider(provider_of(m))
         policy = RetryPolicy(retries=m.retries, attempt_timeout=m.timeout * 1.5 + 5)
-        caller: Caller = RetryingCaller(LimitedCaller(AgentCaller(model, price=m.price), limit), policy)
-        caller = BudgetedCaller(caller, self.budget)
-        caller = CachingCaller(caller, ResponseCache(self.cache_dir))
-        return LVLMGenerator(m, caller, model=model, protocol=protocol, preset=preset, prompt=self.prompt)
+        # The budget is checked inside the provider's slot, when the request is about to go out.
+        budgeted = BudgetedCaller(AgentCaller(model, price=m.price), self.budget)
+        caller: Caller = RetryingCaller(LimitedCaller(budgeted, limit), policy)
+        if self.cache_dir is not None:
+            caller = CachingCaller(caller, ResponseCache(self.cache_dir))
+        return LVLMGenerator(
+            m,
+            caller,
+            model=model,
+            asset_base=self.asset_base,
+            protocol=protocol,
+            preset=preset,
+            prompt=self.prompt,
+        )
 
     def manifest(self) -> dict[str, Any]:
         """Protocol, prompt file, and per model the preset and settings in effect."""
@@ -237,7 +251,7 @@ def run_manifest(
     source: Path,
     skipped: list[dict[str, Any]],
     pool: PoolConfig,
-    metrics: VisualMetrics,
+    metrics: VisualMetrics | None,
     judges: JudgeSet,
     generation: dict[str, Any],
 ) -> dict[str, Any]:
@@ -262,7 +276,9 @@ def run_manifest(
         },
         "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
         "generation": generation,
-        "metric_backends": [metrics.ocr.backend.model_dump(), metrics.dino.backend.model_dump()],
+        "metric_backends": []
+        if metrics is None
+        else [m.backend.model_dump() for m in (metrics.ocr, metrics.dino)],
         "judges": judges.describe(),
         "policies": {
             "judge_error": cfg.judge.judge_error_policy,

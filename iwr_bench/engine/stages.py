@@ -39,6 +39,7 @@ from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.events import EventBus, GenerationFinished, StageFinished, TextCoalescer
 from iwr_bench.engine.jobs import GenerateJob, execute_generate, record_digest
 from iwr_bench.engine.judges import JudgeSet
+from iwr_bench.engine.layout import RunLayout
 from iwr_bench.engine.lifecycle import JobHandle, Recorder
 from iwr_bench.engine.limits import Limits
 from iwr_bench.engine.records import FailureClass, JobStatus
@@ -57,12 +58,17 @@ class PairStages:
 
     config: RunConfig
     run_dir: Path
+    layout: RunLayout
+    """Where pages and evaluations are."""
     store: RunStore
     bus: EventBus
     recorder: Recorder
     limits: Limits
     judges: JudgeSet
     generators: dict[str, Generator]
+    """Generators by model slug (empty when the generate stage does not run)."""
+    models: list[str]
+    """Model slugs, in the run's order."""
     tasks: list[Task]
     clock: WorkClock
     watchdog: Watchdog
@@ -90,18 +96,25 @@ class PairStages:
 
     def rank(self, task_id: int, slug: str) -> tuple[int, int]:
         """Order of a pair for the browser pages: by task, then by model (models interleave)."""
-        return [t.id for t in self.tasks].index(task_id), list(self.generators).index(slug)
+        return [t.id for t in self.tasks].index(task_id), self.models.index(slug)
+
+    def judging_left(self) -> bool:
+        """Whether some judging job of the run still has to run in this session."""
+        if not self.layout.judge:
+            return False
+        finished = {row.id for row in self.store.jobs("judge") if self.recorder.finished(row)}
+        return any(job_id("judge", t.id, slug) not in finished for t in self.tasks for slug in self.models)
 
     # -- the generate stage ------------------------------------------------------------------------
 
     async def generate(self, task: Task, slug: str) -> GenerationResult | None:
         """Generate the pair's page (or read back the one an earlier session wrote)."""
         jid, todo = self.recorder.open("gen", task.id, slug)
-        pages = self.run_dir / "pages"
+        pages = self.layout.pages_root
         if not todo:
             self.recorder.skipped(jid, "gen", task.id, slug)
             try:
-                return read_record(pages / str(task.id) / slug)
+                return read_record(pages / str(task.id) / self.layout.folder(slug))
             except (OSError, ValueError):
                 return None
         job = GenerateJob(
@@ -158,14 +171,20 @@ class PairStages:
     # -- the judging stages: replay, metrics, rubric, record ----------------------------------------
 
     async def judge(
-        self, task: Task, slug: str, result: GenerationResult | None, pool: PagePool, metrics: VisualMetrics
+        self,
+        task: Task,
+        slug: str,
+        result: GenerationResult | None,
+        pool: PagePool | None,
+        metrics: VisualMetrics | None,
     ) -> None:
         """Judge the pair's page: replay it, measure it, score it and record the evaluation."""
         jid, todo = self.recorder.open("judge", task.id, slug)
         if not todo:
             self.recorder.skipped(jid, "judge", task.id, slug)
             return
-        out = self.run_dir / "judged" / str(task.id) / slug
+        assert pool is not None and metrics is not None, "the engine opens them when judging is left"
+        out = self.layout.judged_dir(task.id, slug)
         gen = self.store.job(job_id("gen", task.id, slug))
         if gen is not None and gen.status == JobStatus.failed:  # no page to judge: it scores 0
             await self._score_missing_page(task, slug, gen.failure, gen.message, metrics)
@@ -209,13 +228,13 @@ class PairStages:
         self, handle: JobHandle, task: Task, executor: Executor, metrics: VisualMetrics, watch: JobWatch
     ) -> Evaluation:
         """Replay (holding a browser page), then the later stages with the page given back."""
-        out = self.run_dir / "judged" / str(task.id) / handle.model
-        page = self.run_dir / "pages" / str(task.id) / handle.model
+        out = self.layout.judged_dir(task.id, handle.model)
+        page = self.layout.page(task.id, handle.model)
         async with self.limits.browser.slot(self.rank(task.id, handle.model)):  # round-robin over models
             watch.scope.deadline = anyio.current_time() + self.config.limits.judge_timeout_s
             handle.started()
             with self.stage(handle.id, StageName.replay):
-                replay = await executor.replay(task, page if page.is_dir() else None, out / "evidence")
+                replay = await executor.replay(task, page, out / "evidence")
                 self.text.flush(handle.id)
         # The job's deadline bounds its replay. Later stages wait in queues that grow with the run
         # (metrics are the slowest stage by design) and each batch or judge call has its own deadline.
@@ -235,7 +254,8 @@ class PairStages:
                 answers = await rubric_stage(metrics.rubric, measured, evidence)
                 self.text.flush(jid)
         with self.stage(jid, StageName.record):
-            evaluation = assemble(task, slug, replay, measured, answers, metrics.rubric, protocol)
+            model = self.layout.folder(slug)  # eval.json names the model as its folder does
+            evaluation = assemble(task, model, replay, measured, answers, metrics.rubric, protocol)
             await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)
         return evaluation
 
@@ -243,7 +263,7 @@ class PairStages:
         self, task: Task, slug: str, failure: str | None, message: str, metrics: VisualMetrics
     ) -> None:
         """Record the judging of a page whose generation failed: nothing replayed, no pairs, 0."""
-        out = self.run_dir / "judged" / str(task.id) / slug
+        out = self.layout.judged_dir(task.id, slug)
         with self.recorder.job("judge", task.id, slug) as handle:
             handle.started()
             actions = task.record.action_sequence

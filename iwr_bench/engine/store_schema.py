@@ -1,10 +1,14 @@
-"""The run store's schema: its tables, its version, and the typed rows read back from them."""
+"""The run store's schema: its tables, its version, the typed rows read back from them, and the
+small SQL helpers the store runs on its connection."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from iwr_bench.engine.records import JobStatus, ScoreRow, sql_columns
@@ -105,3 +109,74 @@ def job_row(r: sqlite3.Row) -> JobRow:
     data["status"] = JobStatus(data["status"])
     data["result"] = None if data["result"] is None else json.loads(data["result"])
     return JobRow(**data)
+
+
+Rows = list[tuple[Any, ...]]
+
+
+def set_value(db: sqlite3.Connection, table: str, key: str, value: object) -> None:
+    """Set ``key`` of a key/value table (``meta``, ``manifest``) to ``value`` as JSON."""
+    db.execute(
+        f"INSERT INTO {table} (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (key, json.dumps(value)),
+    )
+
+
+def get_value(db: sqlite3.Connection, table: str, key: str) -> Any:
+    """The value of ``key`` in a key/value table, or None."""
+    row = db.execute(f"SELECT value FROM {table} WHERE key = ?", (key,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def statement(sql: str, *params: Any) -> Callable[[sqlite3.Connection], Rows]:
+    """A statement with its parameters, as work for a connection that returns its rows."""
+    return lambda db: db.execute(sql, params).fetchall()
+
+
+def named_rows(sql: str, *params: Any) -> Callable[[sqlite3.Connection], list[sqlite3.Row]]:
+    """Like :func:`rows`, with rows read by column name."""
+
+    def read(db: sqlite3.Connection) -> list[sqlite3.Row]:
+        cursor = db.execute(sql, params)
+        cursor.row_factory = sqlite3.Row
+        return cursor.fetchall()
+
+    return read
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Generator[None]:
+    """One transaction: committed at the end, rolled back if the body raises."""
+    db.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def writer_connection(path: Path) -> sqlite3.Connection:
+    """The writer thread's connection (usable from that thread only), with the schema in place."""
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.executescript(SCHEMA)
+    set_value(db, "meta", "schema_version", SCHEMA_VERSION)
+    return db
+
+
+def action_row(jid: str, a: dict[str, Any], evidence: str) -> tuple[Any, ...]:
+    """An ``actions`` row of one action record (screenshots relative to the run folder)."""
+    verdict = a.get("assertion") or {}
+    return (
+        jid,
+        a["index"],
+        a["status"],
+        a.get("failure"),
+        f"{evidence}/{a['before']}" if a.get("before") else None,
+        f"{evidence}/{a['after']}" if a.get("after") else None,
+        verdict.get("verdict"),
+        json.dumps(a),
+    )

@@ -87,6 +87,18 @@ def test_demo_runs_then_continues(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "continuing the demo run" in again.out and "run completed" in again.err
     assert time.perf_counter() - started < 30
     assert _scores(run) == scores
+    # Continuing a finished run starts no browser and imports no torch (no metric model either).
+    probe = (
+        "import json, sys; from iwr_bench.cli import main; "
+        f"rc = main(['run', '--resume', {str(run)!r}, '--json']); "
+        "print(json.dumps({'rc': rc, 'torch': 'torch' in sys.modules}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    *summary, last = done.stdout.strip().splitlines()
+    assert json.loads(last) == {"rc": 0, "torch": False}, done.stderr
+    work = json.loads("\n".join(summary))["work"]["busy_s"]
+    assert work.get("replay", 0.0) == 0.0 and work.get("metrics", 0.0) == 0.0
+    assert _scores(run) == scores
 
 
 def _run_file(path: Path, url: str, out: Path) -> Path:

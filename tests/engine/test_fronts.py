@@ -1,0 +1,70 @@
+"""``iwr generate`` (and ``iwr judge``) run through the engine: a store, events, resume, one folder each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from iwr_bench.cli import main
+from iwr_bench.engine.events import JobFinished
+from iwr_bench.engine.store import RunStore
+
+
+def _gen_jobs(out: Path) -> dict[tuple[int, str], tuple[str, int]]:
+    store = RunStore.open_run(out, readonly=True)
+    try:
+        return {(j.task_id, j.model): (j.status, j.attempts) for j in store.jobs("gen")}
+    finally:
+        store.close()
+
+
+def test_generate_records_its_jobs_and_events_and_resumes(
+    tasks_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "pages"
+    argv = ["generate", "--tasks", str(tasks_root), "--out", str(out), "--model", "blank", "--quiet"]
+    assert main(argv) == 0
+    assert "blank: 2 task(s), 2 ok" in capsys.readouterr().out
+    assert _gen_jobs(out) == {(1, "blank"): ("done", 1), (2, "blank"): ("done", 1)}
+    store = RunStore.open_run(out, readonly=True)
+    try:
+        kinds = {e.kind for e in store.iter_events()}
+        assert {"run_started", "job_finished", "run_finished"} <= kinds
+        assert store.manifest()["front"] == "generate" and not store.jobs("judge")
+    finally:
+        store.close()
+    assert sorted(p.name for p in out.glob("*/*")) == ["blank", "blank"]  # the results tree only
+
+    assert main([*argv, "--resume"]) == 0  # continued: nothing is generated again
+    assert _gen_jobs(out) == {(1, "blank"): ("done", 1), (2, "blank"): ("done", 1)}
+    assert _session(out) == (2, 2)  # a second session, both jobs skipped in it
+    assert main(argv) == 0  # without --resume the command starts over (its own store only)
+    assert _gen_jobs(out) == {(1, "blank"): ("done", 1), (2, "blank"): ("done", 1)}
+    assert _session(out) == (1, 0)
+
+
+def _session(out: Path) -> tuple[int, int]:
+    """The store's session count and its jobs reported as skipped (finished in an earlier session)."""
+    store = RunStore.open_run(out, readonly=True)
+    try:
+        skipped = sum(isinstance(e, JobFinished) and e.status == "skipped" for e in store.iter_events())
+        return int(store.meta("sessions")), skipped
+    finally:
+        store.close()
+
+
+def test_a_front_does_not_take_over_a_run_of_another_command(
+    tasks_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert (
+        main(["generate", "--tasks", str(tasks_root), "--out", str(out), "--model", "blank", "--quiet"]) == 0
+    )
+    capsys.readouterr()
+    judge = ["judge", "--tasks", str(tasks_root), "--pages", str(out), "--out", str(out)]
+    assert main(judge) == 2  # the folder holds the generate session's store
+    assert "holds a run of `iwr generate`" in capsys.readouterr().err
+    assert _gen_jobs(out) == {(1, "blank"): ("done", 1), (2, "blank"): ("done", 1)}
+    assert main(["run", "--resume", str(out)]) == 2  # nor does `iwr run`
+    assert "holds a run of `iwr generate`" in capsys.readouterr().err
