@@ -31,7 +31,6 @@ from iwr_bench.agents.judge.evaluate import (
     Evaluation,
     VisualMetrics,
     assemble,
-    measure,
     rubric_stage,
     write_evaluation,
 )
@@ -39,6 +38,7 @@ from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.records import ActionRecord, Replay
 from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
+from iwr_bench.engine.backends.base import ExecutorFactory, make_backend
 from iwr_bench.engine.clock import StageName, WorkClock
 from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.control import request_cancel, watch_control, watch_signals
@@ -63,7 +63,6 @@ from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.records import INFRA_FAILURES, FailureClass, JobStatus
 from iwr_bench.engine.setup import (
     GeneratorFactory,
-    build_metrics,
     builtin_suite,
     check_resumable,
     load_run_tasks,
@@ -77,7 +76,7 @@ from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_scor
 from iwr_bench.engine.watch import JobWatch, Watchdog
 from iwr_bench.errors import UserError
 from iwr_bench.registry import load_plugins
-from iwr_bench.tools.pool import PagePool, PoolConfig
+from iwr_bench.tools.pool import PoolConfig
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +183,8 @@ class Engine:
         self.generators = {m.slug: self._factory(m) for m in cfg.models}
         judges = self._judges_override or build_judges(cfg.judge, self.limits, self._get_call, self._put_call)
         self.judges = judges.with_deadlines(cfg.limits.judge_call_timeout_s, self.background)
+        self.backend = make_backend(cfg)  # where replay and metrics run
+        self.backend.connect()
         self._open_store()
         assert self.store is not None
         self.bus = EventBus(self.store)
@@ -230,14 +231,14 @@ class Engine:
     def _metrics(self) -> VisualMetrics:
         assert self.limits is not None
         timer = lambda: self.clock.work(StageName.metrics)  # noqa: E731 - the batches' clock
-        return build_metrics(self.config, self.limits, timer, self.background, self.judges.rubric)
+        return self.backend.metrics(self.config, self.limits, timer, self.background, self.judges.rubric)
 
     def _pool(self) -> PoolConfig:
         return self._pool_config or pool_config(self.config)
 
     def manifest(self, metrics: VisualMetrics) -> dict[str, Any]:
         """What the run used: versions, settings, seeds, sampling, backends, judges, policies."""
-        return run_manifest(
+        manifest = run_manifest(
             self.config,
             self.tasks,
             self.task_source,
@@ -247,6 +248,7 @@ class Engine:
             self.judges,
             self._factory.manifest(),
         )
+        return {**manifest, "backend": self.backend.describe()}
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -381,7 +383,7 @@ class Engine:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self.background)  # closed last
             with self.clock.work(StageName.replay):  # starting Chromium is browser time
-                pool = await stack.enter_async_context(PagePool(self._pool()))
+                await stack.enter_async_context(self.backend.open(self._pool()))
             await stack.enter_async_context(opened_generators(self.generators))
             await stack.enter_async_context(self.judges)
             async with anyio.create_task_group() as tg:
@@ -392,7 +394,7 @@ class Engine:
                 async with anyio.create_task_group() as work:
                     for task in self.tasks:
                         for slug in self.generators:
-                            work.start_soon(self._pipeline, task, slug, pool, metrics)
+                            work.start_soon(self._pipeline, task, slug, metrics)
                 tg.cancel_scope.cancel()
 
     def cancel(self) -> None:
@@ -413,12 +415,12 @@ class Engine:
 
     # -- one (task, model) pair ------------------------------------------------------------------
 
-    async def _pipeline(self, task: Task, slug: str, pool: PagePool, metrics: VisualMetrics) -> None:
+    async def _pipeline(self, task: Task, slug: str, metrics: VisualMetrics) -> None:
         with anyio.CancelScope() as scope:
             self._pairs[(task.id, slug)] = scope
             try:
                 result = await self._generate(task, slug)
-                await self._judge(task, slug, result, pool, metrics)
+                await self._judge(task, slug, result, metrics)
             finally:
                 del self._pairs[(task.id, slug)]
         if scope.cancelled_caught:
@@ -495,7 +497,7 @@ class Engine:
     # -- the judging stages: replay, metrics, rubric, record ----------------------------------------
 
     async def _judge(
-        self, task: Task, slug: str, result: GenerationResult | None, pool: PagePool, metrics: VisualMetrics
+        self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics
     ) -> None:
         assert self.store is not None
         jid, todo = self.recorder.open("judge", task.id, slug)
@@ -509,7 +511,7 @@ class Engine:
             return
         evidence = f"{out.relative_to(self.run_dir).as_posix()}/evidence"
         cfg = self.config.judge
-        executor = Executor(
+        executor = lambda pool: Executor(  # noqa: E731 - the backend chooses the pool
             pool,
             self.judges.grounder,
             self.judges.assertions,
@@ -543,7 +545,12 @@ class Engine:
         handle.fail(failure, message)
 
     async def _replay_then_score(
-        self, handle: JobHandle, task: Task, executor: Executor, metrics: VisualMetrics, watch: JobWatch
+        self,
+        handle: JobHandle,
+        task: Task,
+        executor: ExecutorFactory,
+        metrics: VisualMetrics,
+        watch: JobWatch,
     ) -> Evaluation:
         """Replay (holding a browser page), then the later stages with the page given back."""
         assert self.limits is not None
@@ -553,7 +560,9 @@ class Engine:
             watch.scope.deadline = anyio.current_time() + self.config.limits.judge_timeout_s
             handle.started()
             with self._stage(handle.id, StageName.replay):
-                replay = await executor.replay(task, page if page.is_dir() else None, out / "evidence")
+                replay = await self.backend.replay(
+                    executor, task, page if page.is_dir() else None, out / "evidence"
+                )
                 self._text.flush(handle.id)
         return await self._score_stages(handle.id, task, handle.model, replay, out, metrics)
 
@@ -563,7 +572,7 @@ class Engine:
         """The stages after replay: metrics, rubric (with a rubric judge) and record (eval.json)."""
         evidence, protocol = out / "evidence", self.config.protocol
         with self._stage(jid, StageName.metrics, clocked=False):  # the batches clock metrics work
-            measured = await measure(task, replay, evidence, metrics, protocol)
+            measured = await self.backend.measure(task, replay, evidence, metrics, protocol)
         answers: list[RubricResult | None] = [None] * len(measured.steps)
         if metrics.rubric is not None:
             with self._stage(jid, StageName.rubric):

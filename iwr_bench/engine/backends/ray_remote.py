@@ -100,14 +100,19 @@ class RemoteTab:
 class RemoteTools:
     """:class:`PageTools` of a page open on a replay worker (same methods, same results)."""
 
-    def __init__(self, actor: Actor, handle: int) -> None:
+    def __init__(self, actor: Actor, handle: int, first_shot: bytes | None = None) -> None:
         self._actor = actor
         self._handle = handle
         self.tab = RemoteTab(self)
+        self.shot = first_shot
+        """The screenshot the worker took as the last call returned (None once another call came)."""
 
     async def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """One tool call on the worker."""
-        return answer_value(await ask(self._actor.call.remote(self._handle, name, args, kwargs)))
+        self.shot = None
+        answer: Answer = await ask(self._actor.call.remote(self._handle, name, args, kwargs))
+        self.shot = answer.shot
+        return answer_value(answer)
 
     async def wait_settled(self, after: Literal["load", "action", "scroll"] = "load") -> ActionResult:
         """See :meth:`PageTools.wait_settled`."""
@@ -152,7 +157,10 @@ class RemoteTools:
         return await self.call("scroll_window")
 
     async def screenshot(self) -> bytes:
-        """See :meth:`PageTools.screenshot`."""
+        """See :meth:`PageTools.screenshot` (the one taken as the previous call returned, if any)."""
+        if self.shot is not None:
+            shot, self.shot = self.shot, None
+            return shot
         return await self.call("screenshot")
 
     async def page_state(self) -> PageState:
@@ -181,11 +189,12 @@ class RemotePool:
             raise ValueError("a remote page does not report its requests")
         page = await self._shipper.ship(Path(spec.page))
         assets = None if spec.assets_dir is None else await self._shipper.ship(Path(spec.assets_dir))
-        handle: int = answer_value(await ask(self.actor.open.remote(spec, page, assets, settle_load)))
+        opened: Answer = await ask(self.actor.open.remote(spec, page, assets, settle_load))
+        handle: int = answer_value(opened)
         try:
             # The executor and the replay policies use exactly PageTools' public methods and
             # ``tab.key``/``tab.mouse``/``tab.evaluate``, which RemoteTools has with the same types.
-            yield cast("PageTools", RemoteTools(self.actor, handle))
+            yield cast("PageTools", RemoteTools(self.actor, handle, opened.shot))
         finally:
             with anyio.CancelScope(shield=True):
                 with suppress(WorkerLost):  # a dead worker has nothing left to close

@@ -55,6 +55,11 @@ TOOL_CALLS = frozenset(
 )
 """What a driver may call on an open page: :class:`PageTools` methods and three of its tab's."""
 
+ACTS = frozenset({"wait_settled", "click", "type", "press", "hover", "scroll", "scroll_window"})
+"""Calls after which the worker takes a screenshot at once and sends it with the answer: the executor
+screenshots the state an action left, and in-process that happens the moment the action settled,
+not a network round trip later (a page with a timed effect would otherwise look different)."""
+
 
 class Answer(NamedTuple):
     """A tool call's outcome as data: its value, or the tool error it raised."""
@@ -64,6 +69,8 @@ class Answer(NamedTuple):
     """A :class:`ToolRetry`'s message (the agent may correct itself)."""
     failure: tuple[str, str] | None = None
     """A :class:`PageFailure`'s reason and message (the page is no longer usable)."""
+    shot: bytes | None = None
+    """After a page opened or an action: a screenshot taken the moment it returned."""
 
 
 class Shipped(NamedTuple):
@@ -128,7 +135,7 @@ class ReplayWorker:
             return Answer(failure=(exc.reason, _message(exc)))
         self._opened += 1
         self._pages[self._opened] = (cm, tools)
-        return Answer(value=self._opened)
+        return Answer(value=self._opened, shot=self._shot(tools))
 
     def call(self, handle: int, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Answer:
         """Run one tool call on an open page."""
@@ -138,11 +145,18 @@ class ReplayWorker:
         target: Any = tools.tab if name.startswith("tab.") else tools
         method = getattr(target, name.removeprefix("tab."))
         try:
-            return Answer(value=self._loop.portal.call(lambda: method(*args, **kwargs)))
+            value = self._loop.portal.call(lambda: method(*args, **kwargs))
+            return Answer(value=value, shot=self._shot(tools) if name in ACTS else None)
         except ToolRetry as exc:
             return Answer(retry=str(exc))
         except PageFailure as exc:
             return Answer(failure=(exc.reason, _message(exc)))
+
+    def _shot(self, tools: PageTools) -> bytes | None:
+        try:
+            return self._loop.portal.call(tools.screenshot)
+        except (ToolRetry, PageFailure):
+            return None  # the executor's own screenshot call then meets the error, as in-process
 
     def close(self, handle: int) -> None:
         """Close a page (its tab; a hung one restarts its browser)."""
