@@ -77,193 +77,28 @@ A complete run file (every key is optional; the values shown are the defaults)::
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from iwr_bench.agents.generation.config import ModelConfig, slugify
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.backends.settings import BackendSettings
+from iwr_bench.engine.settings import (
+    BrowserSettings,
+    JudgeSettings,
+    LimitSettings,
+    MetricSettings,
+    RoleSettings,
+    default_browser_pages,
+)
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
 
 DEMO_MODELS = ("oracle", "screenshot", "blank")
 """The offline demo's generators."""
-
-
-class RoleSettings(BaseModel):
-    """One judging role: which registered design plays it, with which options."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1)
-    """Registered design (``iwr judges list``)."""
-    options: dict[str, Any] = Field(default_factory=dict[str, Any])
-    """Arguments of the design's factory."""
-    model: str = ""
-    """Judge model of this role for designs that take one; empty: ``[judge] model``."""
-
-
-def _role(value: Any, flat_options: Any = None, *, rubric: bool = False) -> Any:
-    """A flat ``grounder = "name"`` (and ``grounder_options``) as a :class:`RoleSettings` table."""
-    if isinstance(value, str):
-        if rubric:  # the flat rubric key names the rubric judge's model
-            return {"name": "llm", "model": value} if value else None
-        return {"name": value, "options": flat_options or {}}
-    if flat_options and isinstance(value, dict):
-        table: dict[str, Any] = dict(value)  # pyright: ignore[reportUnknownArgumentType]
-        table["options"] = {**flat_options, **table.get("options", {})}
-        return table
-    return value
-
-
-class JudgeSettings(BaseModel):
-    """Which judges score the pages, and how their failures count."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    grounder: RoleSettings = RoleSettings(name="heuristic")
-    """Registered grounder and its options (a plain name is accepted)."""
-    assertions: RoleSettings = RoleSettings(name="heuristic")
-    """Registered assertion judge and its options (a plain name is accepted)."""
-    rubric: RoleSettings | None = None
-    """Rubric (HVS) judge; a plain model name means the ``llm`` rubric on that model; None: HVS
-    unavailable."""
-    step: RoleSettings | None = None
-    """Step judge (e.g. ``[judge.step] name = "agent"``): performs and judges whole actions with the
-    page's tools, instead of the grounder and the assertion judge. None: not used."""
-    replay: RoleSettings | None = None
-    """Replay policy (how a Scroll or Press is performed and counted); None: ``default``, or
-    ``official`` under the official protocol."""
-    model: str = ""
-    """Judge model given to designs that take one (the llm grounder and judges)."""
-    base_url: str = ""
-    """OpenAI-compatible server of the judge model(s)."""
-    api_key_env: str = ""
-    """Environment variable with the judge model's key."""
-    votes: int = Field(default=1, ge=1, le=9)
-    """k-vote majority of the llm assertion judge."""
-    retries: int = Field(default=2, ge=0, le=10)
-    """Retries of an unparsable judge answer."""
-    judge_error_policy: Literal["pass", "fail"] = "fail"
-    """What a failed judgement counts as."""
-    undetermined_policy: Literal["pass", "fail"] = "pass"
-    """What an undecidable assertion counts as."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_keys(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        out: dict[str, Any] = dict(data)  # pyright: ignore[reportUnknownArgumentType]
-        flat = out.pop("grounder_options", None)
-        if "grounder" in out or flat:
-            out["grounder"] = _role(out.get("grounder", "heuristic"), flat)
-        if "assertions" in out:
-            out["assertions"] = _role(out["assertions"])
-        if "rubric" in out:
-            out["rubric"] = _role(out["rubric"], rubric=True)
-        return out
-
-    def roles(self) -> dict[str, RoleSettings]:
-        """The configured roles by name (``grounder``, ``assertions`` and, if set, ``rubric``, ``step``,
-        ``replay``)."""
-        found = {"grounder": self.grounder, "assertions": self.assertions}
-        for role, chosen in (("rubric", self.rubric), ("step", self.step), ("replay", self.replay)):
-            if chosen is not None:
-                found[role] = chosen
-        return found
-
-
-class MetricSettings(BaseModel):
-    """Visual metric backends."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    dino: str = "facebook/dinov2-base"
-    """DINOv2 hub id or local folder."""
-    dino_fallback: bool = True
-    """Use the labelled effnet-lite0 substitute when DINOv2 cannot load."""
-    device: str = "auto"
-    """torch device: auto (GPU when present), cpu, cuda, ..."""
-    cache: bool = True
-    """Reuse metric values of identical screenshots across runs (keyed by backend and pixels)."""
-    cache_dir: str = ""
-    """Where that cache lives (default ``~/.cache/iwr-bench``)."""
-    ocr_design: str = "ocr"
-    """Registered metric design (``iwr judges list``) giving the OCR similarity."""
-    image_design: str = "dino"
-    """Registered metric design giving the image similarity (``dino``: DINOv2 or its substitute)."""
-
-
-def default_browser_pages(cores: int | None = None, memory_gb: float | None = None) -> int:
-    """Browser pages this machine replays well at once: one per core, one per 1.5 GB free beyond
-    2 GB (kept for the metric models), between 1 and 8.
-
-    Measured on 2 cores (the built-in suite, warm cache): 1 page 87.6 s, 2 pages 49.0 s, 4 pages
-    121.7 s; more pages than cores fight over them.
-    """
-    cores = cores if cores is not None else len(os.sched_getaffinity(0))
-    memory_gb = memory_gb if memory_gb is not None else _available_gb()
-    by_memory = int(max(0.0, memory_gb - 2.0) // 1.5)
-    return max(1, min(8, cores, by_memory))
-
-
-def _available_gb() -> float:
-    """Memory available for new work (``MemAvailable``), in GB; plenty when it cannot be read."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 1024**2
-    except (OSError, ValueError, IndexError):
-        return 64.0
-    return 64.0
-
-
-class LimitSettings(BaseModel):
-    """Named concurrency limits."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    browser_pages: int = Field(default_factory=lambda: default_browser_pages(), ge=1, le=64)
-    """Browser pages open at once (default: what the machine's cores and memory allow)."""
-    metric_workers: int = Field(default=1, ge=1, le=64)
-    """Metric batches computed at once."""
-    judge_calls: int = Field(default=4, ge=1, le=256)
-    """Judge-model requests at once."""
-    model_calls: int = Field(default=4, ge=1, le=256)
-    """Generation requests at once per provider (default)."""
-    providers: dict[str, int] = Field(default_factory=dict[str, int])
-    """Per-provider overrides of ``model_calls``."""
-    recover_after_s: float = Field(default=30.0, gt=0)
-    """Quiet time after which a rate-limited provider's limit grows by one."""
-    generation_timeout_s: float = Field(default=3600.0, gt=0)
-    """Longest one generation job may take (waiting for its provider included): then ``timeout``."""
-    judge_timeout_s: float = Field(default=1200.0, gt=0)
-    """Longest one judging job may take once it has its browser page: then ``timeout``."""
-    judge_call_timeout_s: float = Field(default=300.0, gt=0)
-    """Longest one grounder, assertion-judge or rubric call may take (waiting for a slot included)."""
-    metric_timeout_s: float = Field(default=300.0, gt=0)
-    """Longest one metric batch may take once started."""
-    stall_after_s: float = Field(default=180.0, gt=0)
-    """A judging job with no sign of life this long, outside a step with its own deadline or a
-    queue, is failed as ``stalled`` and its browser page freed."""
-
-
-class BrowserSettings(BaseModel):
-    """Browser behaviour of the judge."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    settle: Literal["stable", "fixed"] = "stable"
-    """Wait for stable screenshots, or the published fixed waits."""
-    action_timeout_s: float = Field(default=10.0, gt=0)
-    """Longest one browser action (settling included) may take: then the action fails as ``timeout``."""
-    load_timeout_s: float = Field(default=15.0, gt=0)
-    """Longest the page's initial load may take: then ``page_load_failed``."""
 
 
 class RunConfig(BaseModel):
@@ -434,6 +269,7 @@ __all__ = [
     "MetricSettings",
     "RoleSettings",
     "RunConfig",
+    "default_browser_pages",
     "generator_design",
     "is_baseline",
     "load_run_config",

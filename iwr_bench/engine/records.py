@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import types
+from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
@@ -135,3 +137,23 @@ def sql_columns(model: type[BaseModel], key: str) -> str:
         suffix = " PRIMARY KEY" if name == key else ("" if nullable else " NOT NULL")
         columns.append(f"{name} {sql}{suffix}")
     return ", ".join(columns)
+
+
+@dataclass
+class RunOutcome:
+    """How a run session ended."""
+
+    status: str
+    """completed, cancelled or failed."""
+    run_dir: Path
+    wall_s: float
+    overhead_s: float
+    """Wall time with no stage's work in progress (the engine's own overhead)."""
+    work_s: dict[str, float]
+    """Busy time of each stage (generate, replay, metrics, rubric, record): wall time with some of
+    that stage's work in progress."""
+    actions: int
+    """Actions replayed in this session."""
+    message: str = ""
+    limit_idle_s: dict[str, float] = field(default_factory=dict[str, float])
+    """Per named limit, the wall time nobody held it."""

@@ -15,9 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from collections.abc import Generator as Gen
-from contextlib import AsyncExitStack, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,20 +23,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from iwr_bench.agents.generation import GenerationResult, Generator, read_record
+from iwr_bench.agents.generation import Generator
 from iwr_bench.agents.generation.prompt import load_prompt_file
-from iwr_bench.agents.judge.evaluate import (
-    Evaluation,
-    VisualMetrics,
-    assemble,
-    rubric_stage,
-    write_evaluation,
-)
-from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
-from iwr_bench.agents.judge.records import ActionRecord, Replay
-from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.dataset.layout import Task
-from iwr_bench.engine.backends.base import ExecutorFactory, make_backend
+from iwr_bench.engine.backends.base import make_backend
 from iwr_bench.engine.clock import StageName, WorkClock
 from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.control import request_cancel, watch_control, watch_signals
@@ -46,21 +35,18 @@ from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.events import (
     Event,
     EventBus,
-    GenerationFinished,
     JudgeDelta,
     LimitOccupancy,
     RunFinished,
     RunStarted,
-    StageFinished,
     TextCoalescer,
     from_agent,
 )
-from iwr_bench.engine.jobs import GenerateJob, execute_generate, record_digest
 from iwr_bench.engine.judges import JudgeSet, build_judges
-from iwr_bench.engine.lifecycle import JobHandle, Recorder, run_folder_error
+from iwr_bench.engine.lifecycle import Recorder, run_folder_error
 from iwr_bench.engine.limits import Limits, NamedLimit
 from iwr_bench.engine.lock import RunLock
-from iwr_bench.engine.records import INFRA_FAILURES, FailureClass, JobStatus
+from iwr_bench.engine.records import INFRA_FAILURES, RunOutcome
 from iwr_bench.engine.setup import (
     GeneratorFactory,
     builtin_suite,
@@ -71,9 +57,10 @@ from iwr_bench.engine.setup import (
     preload_libraries,
     run_manifest,
 )
-from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore, job_id
+from iwr_bench.engine.stages import PairStages
+from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore
 from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_score
-from iwr_bench.engine.watch import JobWatch, Watchdog
+from iwr_bench.engine.watch import Watchdog
 from iwr_bench.errors import UserError
 from iwr_bench.registry import load_plugins
 from iwr_bench.tools.pool import PoolConfig
@@ -90,26 +77,6 @@ __all__ = [
     "stored_pairs",
     "stored_task_score",
 ]
-
-
-@dataclass
-class RunOutcome:
-    """How a run session ended."""
-
-    status: str
-    """completed, cancelled or failed."""
-    run_dir: Path
-    wall_s: float
-    overhead_s: float
-    """Wall time with no stage's work in progress (the engine's own overhead)."""
-    work_s: dict[str, float]
-    """Busy time of each stage (generate, replay, metrics, rubric, record): wall time with some of
-    that stage's work in progress."""
-    actions: int
-    """Actions replayed in this session."""
-    message: str = ""
-    limit_idle_s: dict[str, float] = field(default_factory=dict[str, float])
-    """Per named limit, the wall time nobody held it."""
 
 
 class Engine:
@@ -191,6 +158,22 @@ class Engine:
         for sub in self._subscribers:
             self.bus.subscribe(sub)
         self.recorder = Recorder(self.store, self.bus, self.run_dir, retry_failed=self.retry_failed)
+        self.stages = PairStages(
+            config=cfg,
+            run_dir=self.run_dir,
+            store=self.store,
+            bus=self.bus,
+            recorder=self.recorder,
+            limits=self.limits,
+            judges=self.judges,
+            generators=self.generators,
+            tasks=self.tasks,
+            clock=self.clock,
+            watchdog=self.watchdog,
+            text=self._text,
+            agent_sink=self._agent_sink,
+            backend=self.backend,
+        )
 
     def _open_store(self) -> None:
         """Lock the run folder, then open (or create) its store; the lock is dropped on failure."""
@@ -219,14 +202,6 @@ class Engine:
     def _put_call(self, key: str, role: str, response: str) -> None:
         if self.store is not None:
             self.store.put_call(key, role, response)
-
-    def _note_sent(self, slug: str, result: GenerationResult) -> None:
-        """Record in the manifest what the model's requests really carried (first answer per model)."""
-        assert self.store is not None
-        sent: dict[str, Any] = dict(self.store.manifest().get("sent_settings") or {})
-        if result.sent is not None and slug not in sent:
-            sent[slug] = result.sent.model_dump(mode="json", exclude={"fields"})
-            self.store.set_manifest({"sent_settings": sent})
 
     def _metrics(self) -> VisualMetrics:
         assert self.limits is not None
@@ -419,191 +394,9 @@ class Engine:
         with anyio.CancelScope() as scope:
             self._pairs[(task.id, slug)] = scope
             try:
-                result = await self._generate(task, slug)
-                await self._judge(task, slug, result, metrics)
+                result = await self.stages.generate(task, slug)
+                await self.stages.judge(task, slug, result, metrics)
             finally:
                 del self._pairs[(task.id, slug)]
         if scope.cancelled_caught:
             self.recorder.cancelled(task.id, slug)
-
-    @contextmanager
-    def _stage(self, jid: str, stage: StageName, *, clocked: bool = True) -> Gen[None]:
-        """One stage of a job: on the work clock (unless ``clocked`` is False) and as an event."""
-        started, start = time.time(), time.perf_counter()
-        with self.clock.work(stage) if clocked else nullcontext():
-            yield
-        seconds = round(time.perf_counter() - start, 3)
-        self.bus.publish(StageFinished(job=jid, stage=stage.value, started=started, seconds=seconds))
-
-    def _rank(self, task_id: int, slug: str) -> tuple[int, int]:
-        """Order of a pair for the browser pages: by task, then by model (models interleave)."""
-        return [t.id for t in self.tasks].index(task_id), list(self.generators).index(slug)
-
-    # -- the generate stage ------------------------------------------------------------------------
-
-    async def _generate(self, task: Task, slug: str) -> GenerationResult | None:
-        jid, todo = self.recorder.open("gen", task.id, slug)
-        pages = self.run_dir / "pages"
-        if not todo:
-            self.recorder.skipped(jid, "gen", task.id, slug)
-            try:
-                return read_record(pages / str(task.id) / slug)
-            except (OSError, ValueError):
-                return None
-        job = GenerateJob(
-            id=jid,
-            task_id=task.id,
-            task_dir=str(task.folder),
-            record_sha256=record_digest(task),
-            model=slug,
-            pages_root=str(pages),
-        )
-        limit_s = self.config.limits.generation_timeout_s
-        result: GenerationResult | None = None
-        with self.recorder.job("gen", task.id, slug, error_class=FailureClass.generation_error) as handle:
-            handle.started()
-            with self._stage(jid, StageName.generate), anyio.move_on_after(limit_s):
-                result = await execute_generate(job, task, self.generators[slug])
-            if result is None:
-                message = f"generation took over {limit_s:g} s ([limits] generation_timeout_s)"
-                handle.fail(FailureClass.timeout, message)
-            else:
-                self._generated(handle, result)
-        return result
-
-    def _generated(self, handle: JobHandle, result: GenerationResult) -> None:
-        failed = result.status == "failed"
-        failure = f"{FailureClass.generation_error}:{result.error.kind}" if failed and result.error else None
-        self._note_sent(handle.model, result)
-        self.bus.publish(
-            GenerationFinished(
-                job=handle.id,
-                task_id=handle.task_id,
-                model=handle.model,
-                status=result.status,
-                cache_hit=result.cache_hit,
-                attempts=result.attempts,
-                cost_usd=result.usage.cost_usd,
-            )
-        )
-        handle.finish(
-            JobStatus.failed if failed else JobStatus.done,
-            result.model_dump(mode="json"),
-            failure=failure or (FailureClass.generation_error if failed else None),
-            message=result.error.message if failed and result.error else "",
-            cost_usd=result.paid_usd,
-        )
-
-    # -- the judging stages: replay, metrics, rubric, record ----------------------------------------
-
-    async def _judge(
-        self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics
-    ) -> None:
-        assert self.store is not None
-        jid, todo = self.recorder.open("judge", task.id, slug)
-        if not todo:
-            self.recorder.skipped(jid, "judge", task.id, slug)
-            return
-        out = self.run_dir / "judged" / str(task.id) / slug
-        gen = self.store.job(job_id("gen", task.id, slug))
-        if gen is not None and gen.status == JobStatus.failed:  # no page to judge: it scores 0
-            await self._score_missing_page(task, slug, gen.failure, gen.message, metrics)
-            return
-        evidence = f"{out.relative_to(self.run_dir).as_posix()}/evidence"
-        cfg = self.config.judge
-        executor = lambda pool: Executor(  # noqa: E731 - the backend chooses the pool
-            pool,
-            self.judges.grounder,
-            self.judges.assertions,
-            ExecutorConfig(
-                judge_error_policy=cfg.judge_error_policy,
-                undetermined_policy=cfg.undetermined_policy,
-                protocol=self.config.protocol,
-            ),
-            emit=self._agent_sink(jid, evidence),
-            policy=self.judges.replay,
-            step=self.judges.step,
-        )
-        gen_failed = result is not None and result.status == "failed"
-        with (
-            self.watchdog.watching(jid) as watch,
-            self.recorder.job("judge", task.id, slug, where=watch.progress.where) as handle,
-        ):
-            evaluation = await self._replay_then_score(handle, task, executor, metrics, watch)
-            self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, gen_failed)
-        if watch.scope.cancelled_caught and not handle.ended:  # past its deadline, or stopped by the watchdog
-            self._judging_stopped(handle, watch)
-
-    def _judging_stopped(self, handle: JobHandle, watch: JobWatch) -> None:
-        limits = self.config.limits
-        if watch.stalled:
-            failure = FailureClass.stalled
-            message = f"no progress for {limits.stall_after_s:g} s ({watch.progress.where()})"
-        else:
-            failure = FailureClass.timeout
-            message = f"judging took over {limits.judge_timeout_s:g} s ({watch.progress.where()})"
-        handle.fail(failure, message)
-
-    async def _replay_then_score(
-        self,
-        handle: JobHandle,
-        task: Task,
-        executor: ExecutorFactory,
-        metrics: VisualMetrics,
-        watch: JobWatch,
-    ) -> Evaluation:
-        """Replay (holding a browser page), then the later stages with the page given back."""
-        assert self.limits is not None
-        out = self.run_dir / "judged" / str(task.id) / handle.model
-        page = self.run_dir / "pages" / str(task.id) / handle.model
-        async with self.limits.browser.slot(self._rank(task.id, handle.model)):  # round-robin over models
-            watch.scope.deadline = anyio.current_time() + self.config.limits.judge_timeout_s
-            handle.started()
-            with self._stage(handle.id, StageName.replay):
-                replay = await self.backend.replay(
-                    executor, task, page if page.is_dir() else None, out / "evidence"
-                )
-                self._text.flush(handle.id)
-        return await self._score_stages(handle.id, task, handle.model, replay, out, metrics)
-
-    async def _score_stages(
-        self, jid: str, task: Task, slug: str, replay: Replay, out: Path, metrics: VisualMetrics
-    ) -> Evaluation:
-        """The stages after replay: metrics, rubric (with a rubric judge) and record (eval.json)."""
-        evidence, protocol = out / "evidence", self.config.protocol
-        with self._stage(jid, StageName.metrics, clocked=False):  # the batches clock metrics work
-            measured = await self.backend.measure(task, replay, evidence, metrics, protocol)
-        answers: list[RubricResult | None] = [None] * len(measured.steps)
-        if metrics.rubric is not None:
-            with self._stage(jid, StageName.rubric):
-                answers = await rubric_stage(metrics.rubric, measured, evidence)
-                self._text.flush(jid)
-        with self._stage(jid, StageName.record):
-            evaluation = assemble(task, slug, replay, measured, answers, metrics.rubric, protocol)
-            await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)
-        return evaluation
-
-    async def _score_missing_page(
-        self, task: Task, slug: str, failure: str | None, message: str, metrics: VisualMetrics
-    ) -> None:
-        """Record the judging of a page whose generation failed: nothing replayed, no pairs, 0."""
-        out = self.run_dir / "judged" / str(task.id) / slug
-        with self.recorder.job("judge", task.id, slug) as handle:
-            handle.started()
-            actions = task.record.action_sequence
-            replay = Replay(
-                total_steps=len(actions),
-                success_steps=0,
-                actions=[
-                    ActionRecord(index=i, type=a.type, description=a.parameters.description, status="not_run")
-                    for i, a in enumerate(actions)
-                ],
-                failure="no_page",
-                message=f"generation failed ({failure or FailureClass.generation_error}): {message}"[:500],
-            )
-            evaluation = await self._score_stages(handle.id, task, slug, replay, out, metrics)
-            self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, True)
-
-
-def _rel(run_dir: Path, path: Path) -> str:
-    return path.relative_to(run_dir).as_posix()

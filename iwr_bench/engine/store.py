@@ -11,152 +11,39 @@ while the run writes.
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from iwr_bench.engine.events import Event, parse_event
-from iwr_bench.engine.records import JobStatus, ScoreRow, sql_columns
-from iwr_bench.errors import UserError
+from iwr_bench.engine.records import JobStatus, ScoreRow
+from iwr_bench.engine.store_errors import RunFolderError, StoreError, folder_error
+from iwr_bench.engine.store_schema import (
+    JOB_COLUMNS,
+    JOB_OPEN,
+    SCHEMA,
+    SCHEMA_VERSION,
+    STORE_NAME,
+    JobRow,
+    job_id,
+    job_row,
+)
 
-STORE_NAME = "run.sqlite"
-SCHEMA_VERSION = 1
-
-_SCHEMA_TEXT = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS manifest (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    stage TEXT NOT NULL,
-    task_id INTEGER NOT NULL,
-    model TEXT NOT NULL,
-    status TEXT NOT NULL,
-    failure TEXT,
-    message TEXT NOT NULL DEFAULT '',
-    attempts INTEGER NOT NULL DEFAULT 0,
-    started REAL,
-    finished REAL,
-    seconds REAL,
-    cost_usd REAL NOT NULL DEFAULT 0,
-    result TEXT
-);
-CREATE INDEX IF NOT EXISTS jobs_by_model ON jobs (model, stage);
-CREATE TABLE IF NOT EXISTS actions (
-    job TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    failure TEXT,
-    before_png TEXT,
-    after_png TEXT,
-    verdict TEXT,
-    record TEXT NOT NULL,
-    PRIMARY KEY (job, idx)
-);
-CREATE TABLE IF NOT EXISTS metrics (
-    job TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    metric TEXT NOT NULL,
-    value REAL,
-    backend TEXT NOT NULL,
-    substitute INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (job, step, metric)
-);
-CREATE TABLE IF NOT EXISTS scores ({scores});
-CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY,
-    time REAL NOT NULL,
-    job TEXT,
-    kind TEXT NOT NULL,
-    data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS calls (
-    key TEXT PRIMARY KEY,
-    role TEXT NOT NULL,
-    response TEXT NOT NULL,
-    time REAL NOT NULL
-);
-"""
-_SCHEMA = _SCHEMA_TEXT.replace("{scores}", sql_columns(ScoreRow, key="job"))
-
-JOB_OPEN = (JobStatus.queued, JobStatus.running)
-"""Job states that a resume continues."""
-
-
-def job_id(stage: str, task_id: int, model: str) -> str:
-    """``gen/<task>/<model>`` or ``judge/<task>/<model>``."""
-    return f"{stage}/{task_id}/{model}"
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """One row of the jobs table."""
-
-    id: str
-    stage: str
-    task_id: int
-    model: str
-    status: JobStatus
-    failure: str | None
-    message: str
-    attempts: int
-    started: float | None
-    finished: float | None
-    seconds: float | None
-    cost_usd: float
-    result: dict[str, Any] | None
-
-
-class StoreError(UserError):
-    """The run store cannot be opened or is not a run store (the CLI reports it in one line)."""
-
-
-class RunFolderError(StoreError):
-    """The run folder cannot be written (full disk, read-only, no permission).
-
-    The run stops where it is and stays resumable: nothing is recorded as a job failure.
-    """
-
-
-_SQLITE_WRITE = {
-    sqlite3.SQLITE_FULL: "the disk is full",
-    sqlite3.SQLITE_READONLY: "it is read-only",
-    sqlite3.SQLITE_IOERR: "disk I/O error",
-    sqlite3.SQLITE_CANTOPEN: "the store cannot be opened for writing",
-}
-_OS_WRITE = {
-    errno.ENOSPC: "the disk is full",
-    errno.EDQUOT: "the disk quota is used up",
-    errno.EROFS: "it is on a read-only file system",
-    errno.EACCES: "permission denied",
-    errno.EPERM: "permission denied",
-}
-
-
-def folder_error(run_dir: Path, exc: BaseException) -> RunFolderError | None:
-    """The one-line error for a failed write into ``run_dir``; None if ``exc`` is not one."""
-    reason: str | None = None
-    if isinstance(exc, sqlite3.Error):
-        code = getattr(exc, "sqlite_errorcode", None)
-        reason = None if code is None else _SQLITE_WRITE.get(code & 0xFF)
-    elif isinstance(exc, OSError) and exc.errno in _OS_WRITE:
-        named = exc.filename is None or str(exc.filename).startswith(str(run_dir))
-        if named or exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
-            reason = _OS_WRITE[exc.errno]
-            if exc.filename is not None and not str(exc.filename).startswith(str(run_dir)):
-                reason += f" ({exc.filename})"
-    if reason is None:
-        return None
-    return RunFolderError(
-        f"cannot write to the run folder {run_dir}: {reason}; the run stopped where it was, "
-        f"continue it with `iwr run --resume {run_dir}` once the folder is writable"
-    )
-
+__all__ = [
+    "JOB_OPEN",
+    "SCHEMA_VERSION",
+    "STORE_NAME",
+    "JobRow",
+    "RunFolderError",
+    "RunStore",
+    "StoreError",
+    "folder_error",
+    "job_id",
+]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -195,7 +82,7 @@ class RunStore:
                 self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
-                self.db.executescript(_SCHEMA)
+                self.db.executescript(SCHEMA)
                 self._set("meta", "schema_version", SCHEMA_VERSION)
             except (OSError, sqlite3.Error) as exc:
                 error = folder_error(path.parent, exc)
@@ -316,21 +203,21 @@ class RunStore:
 
     def job(self, jid: str) -> JobRow | None:
         """One job, or None."""
-        cursor = self.db.execute(f"SELECT {_JOB_COLS} FROM jobs WHERE id = ?", (jid,))
+        cursor = self.db.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (jid,))
         cursor.row_factory = sqlite3.Row
         row = cursor.fetchone()
-        return None if row is None else _job(row)
+        return None if row is None else job_row(row)
 
     def jobs(self, stage: str | None = None) -> list[JobRow]:
         """All jobs (of one stage), by task then model."""
         if stage is None:
-            rows = self.db.execute(f"SELECT {_JOB_COLS} FROM jobs ORDER BY task_id, model, stage")
+            rows = self.db.execute(f"SELECT {JOB_COLUMNS} FROM jobs ORDER BY task_id, model, stage")
         else:
             rows = self.db.execute(
-                f"SELECT {_JOB_COLS} FROM jobs WHERE stage = ? ORDER BY task_id, model", (stage,)
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE stage = ? ORDER BY task_id, model", (stage,)
             )
         rows.row_factory = sqlite3.Row
-        return [_job(r) for r in rows]
+        return [job_row(r) for r in rows]
 
     # -- judging results -----------------------------------------------------------------------
 
@@ -470,13 +357,3 @@ class _Transaction:
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         self.db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
-
-
-_JOB_COLS = ", ".join(f.name for f in fields(JobRow))
-
-
-def _job(r: sqlite3.Row) -> JobRow:
-    data = dict(r)
-    data["status"] = JobStatus(data["status"])
-    data["result"] = None if data["result"] is None else json.loads(data["result"])
-    return JobRow(**data)

@@ -1,0 +1,257 @@
+"""The stages of one (task, model) pair: generate, then replay, metrics, rubric and record.
+
+Each stage waits on its own named limit and gives it back as soon as it is done, handing the next
+stage data (a page folder, a replay and its evidence folder, measured pairs): the browser page is
+released before the metrics start, so while one page's metrics run the browser replays the next.
+Every job runs inside :meth:`Recorder.job`, which records its end (or its failure) in the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from collections.abc import Generator as Gen
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from iwr_bench.agents.generation import GenerationResult, Generator, read_record
+from iwr_bench.agents.judge.evaluate import (
+    Evaluation,
+    VisualMetrics,
+    assemble,
+    rubric_stage,
+    write_evaluation,
+)
+from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
+from iwr_bench.agents.judge.records import ActionRecord, Replay
+from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.dataset.layout import Task
+from iwr_bench.engine.backends.base import ExecutorFactory, StageBackend
+from iwr_bench.engine.clock import StageName, WorkClock
+from iwr_bench.engine.config import RunConfig
+from iwr_bench.engine.events import EventBus, GenerationFinished, StageFinished, TextCoalescer
+from iwr_bench.engine.jobs import GenerateJob, execute_generate, record_digest
+from iwr_bench.engine.judges import JudgeSet
+from iwr_bench.engine.lifecycle import JobHandle, Recorder
+from iwr_bench.engine.limits import Limits
+from iwr_bench.engine.records import FailureClass, JobStatus
+from iwr_bench.engine.store import RunStore, job_id
+from iwr_bench.engine.watch import JobWatch, Watchdog
+
+AgentSink = Callable[[str, str], Callable[[str, dict[str, object]], None]]
+"""``sink(job id, evidence folder)``: the callback a judging job's agents report to."""
+
+
+@dataclass
+class PairStages:
+    """Runs the stages of (task, model) pairs for one engine session."""
+
+    config: RunConfig
+    run_dir: Path
+    store: RunStore
+    bus: EventBus
+    recorder: Recorder
+    limits: Limits
+    judges: JudgeSet
+    generators: dict[str, Generator]
+    tasks: list[Task]
+    clock: WorkClock
+    watchdog: Watchdog
+    text: TextCoalescer
+    """Streamed judge text, flushed at the end of a stage so it comes before the stage's end."""
+    agent_sink: AgentSink
+    backend: StageBackend
+    """Where the replay and metric stages run."""
+
+    @contextmanager
+    def stage(self, jid: str, stage: StageName, *, clocked: bool = True) -> Gen[None]:
+        """One stage of a job: on the work clock (unless ``clocked`` is False) and as an event."""
+        started, start = time.time(), time.perf_counter()
+        with self.clock.work(stage) if clocked else nullcontext():
+            yield
+        seconds = round(time.perf_counter() - start, 3)
+        self.bus.publish(StageFinished(job=jid, stage=stage.value, started=started, seconds=seconds))
+
+    def rank(self, task_id: int, slug: str) -> tuple[int, int]:
+        """Order of a pair for the browser pages: by task, then by model (models interleave)."""
+        return [t.id for t in self.tasks].index(task_id), list(self.generators).index(slug)
+
+    # -- the generate stage ------------------------------------------------------------------------
+
+    async def generate(self, task: Task, slug: str) -> GenerationResult | None:
+        """Generate the pair's page (or read back the one an earlier session wrote)."""
+        jid, todo = self.recorder.open("gen", task.id, slug)
+        pages = self.run_dir / "pages"
+        if not todo:
+            self.recorder.skipped(jid, "gen", task.id, slug)
+            try:
+                return read_record(pages / str(task.id) / slug)
+            except (OSError, ValueError):
+                return None
+        job = GenerateJob(
+            id=jid,
+            task_id=task.id,
+            task_dir=str(task.folder),
+            record_sha256=record_digest(task),
+            model=slug,
+            pages_root=str(pages),
+        )
+        limit_s = self.config.limits.generation_timeout_s
+        result: GenerationResult | None = None
+        with self.recorder.job("gen", task.id, slug, error_class=FailureClass.generation_error) as handle:
+            handle.started()
+            with self.stage(jid, StageName.generate), anyio.move_on_after(limit_s):
+                result = await execute_generate(job, task, self.generators[slug])
+            if result is None:
+                message = f"generation took over {limit_s:g} s ([limits] generation_timeout_s)"
+                handle.fail(FailureClass.timeout, message)
+            else:
+                self._generated(handle, result)
+        return result
+
+    def _generated(self, handle: JobHandle, result: GenerationResult) -> None:
+        failed = result.status == "failed"
+        failure = f"{FailureClass.generation_error}:{result.error.kind}" if failed and result.error else None
+        self._note_sent(handle.model, result)
+        self.bus.publish(
+            GenerationFinished(
+                job=handle.id,
+                task_id=handle.task_id,
+                model=handle.model,
+                status=result.status,
+                cache_hit=result.cache_hit,
+                attempts=result.attempts,
+                cost_usd=result.usage.cost_usd,
+            )
+        )
+        handle.finish(
+            JobStatus.failed if failed else JobStatus.done,
+            result.model_dump(mode="json"),
+            failure=failure or (FailureClass.generation_error if failed else None),
+            message=result.error.message if failed and result.error else "",
+            cost_usd=result.paid_usd,
+        )
+
+    def _note_sent(self, slug: str, result: GenerationResult) -> None:
+        """Record in the manifest what the model's requests really carried (first answer per model)."""
+        sent: dict[str, Any] = dict(self.store.manifest().get("sent_settings") or {})
+        if result.sent is not None and slug not in sent:
+            sent[slug] = result.sent.model_dump(mode="json", exclude={"fields"})
+            self.store.set_manifest({"sent_settings": sent})
+
+    # -- the judging stages: replay, metrics, rubric, record ----------------------------------------
+
+    async def judge(
+        self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics
+    ) -> None:
+        """Judge the pair's page: replay it, measure it, score it and record the evaluation."""
+        jid, todo = self.recorder.open("judge", task.id, slug)
+        if not todo:
+            self.recorder.skipped(jid, "judge", task.id, slug)
+            return
+        out = self.run_dir / "judged" / str(task.id) / slug
+        gen = self.store.job(job_id("gen", task.id, slug))
+        if gen is not None and gen.status == JobStatus.failed:  # no page to judge: it scores 0
+            await self._score_missing_page(task, slug, gen.failure, gen.message, metrics)
+            return
+        evidence = f"{out.relative_to(self.run_dir).as_posix()}/evidence"
+        cfg = self.config.judge
+        executor = lambda pool: Executor(  # noqa: E731 - the backend chooses the pool
+            pool,
+            self.judges.grounder,
+            self.judges.assertions,
+            ExecutorConfig(
+                judge_error_policy=cfg.judge_error_policy,
+                undetermined_policy=cfg.undetermined_policy,
+                protocol=self.config.protocol,
+            ),
+            emit=self.agent_sink(jid, evidence),
+            policy=self.judges.replay,
+            step=self.judges.step,
+        )
+        gen_failed = result is not None and result.status == "failed"
+        with (
+            self.watchdog.watching(jid) as watch,
+            self.recorder.job("judge", task.id, slug, where=watch.progress.where) as handle,
+        ):
+            evaluation = await self._replay_then_score(handle, task, executor, metrics, watch)
+            self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, gen_failed)
+        if watch.scope.cancelled_caught and not handle.ended:  # past its deadline, or stopped by the watchdog
+            self._judging_stopped(handle, watch)
+
+    def _judging_stopped(self, handle: JobHandle, watch: JobWatch) -> None:
+        limits = self.config.limits
+        if watch.stalled:
+            failure = FailureClass.stalled
+            message = f"no progress for {limits.stall_after_s:g} s ({watch.progress.where()})"
+        else:
+            failure = FailureClass.timeout
+            message = f"judging took over {limits.judge_timeout_s:g} s ({watch.progress.where()})"
+        handle.fail(failure, message)
+
+    async def _replay_then_score(
+        self,
+        handle: JobHandle,
+        task: Task,
+        executor: ExecutorFactory,
+        metrics: VisualMetrics,
+        watch: JobWatch,
+    ) -> Evaluation:
+        """Replay (holding a browser page), then the later stages with the page given back."""
+        out = self.run_dir / "judged" / str(task.id) / handle.model
+        page = self.run_dir / "pages" / str(task.id) / handle.model
+        async with self.limits.browser.slot(self.rank(task.id, handle.model)):  # round-robin over models
+            watch.scope.deadline = anyio.current_time() + self.config.limits.judge_timeout_s
+            handle.started()
+            with self.stage(handle.id, StageName.replay):
+                found = page if page.is_dir() else None
+                replay = await self.backend.replay(executor, task, found, out / "evidence")
+                self.text.flush(handle.id)
+        return await self._score_stages(handle.id, task, handle.model, replay, out, metrics)
+
+    async def _score_stages(
+        self, jid: str, task: Task, slug: str, replay: Replay, out: Path, metrics: VisualMetrics
+    ) -> Evaluation:
+        """The stages after replay: metrics, rubric (with a rubric judge) and record (eval.json)."""
+        evidence, protocol = out / "evidence", self.config.protocol
+        with self.stage(jid, StageName.metrics, clocked=False):  # the batches clock metrics work
+            measured = await self.backend.measure(task, replay, evidence, metrics, protocol)
+        answers: list[RubricResult | None] = [None] * len(measured.steps)
+        if metrics.rubric is not None:
+            with self.stage(jid, StageName.rubric):
+                answers = await rubric_stage(metrics.rubric, measured, evidence)
+                self.text.flush(jid)
+        with self.stage(jid, StageName.record):
+            evaluation = assemble(task, slug, replay, measured, answers, metrics.rubric, protocol)
+            await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)
+        return evaluation
+
+    async def _score_missing_page(
+        self, task: Task, slug: str, failure: str | None, message: str, metrics: VisualMetrics
+    ) -> None:
+        """Record the judging of a page whose generation failed: nothing replayed, no pairs, 0."""
+        out = self.run_dir / "judged" / str(task.id) / slug
+        with self.recorder.job("judge", task.id, slug) as handle:
+            handle.started()
+            actions = task.record.action_sequence
+            replay = Replay(
+                total_steps=len(actions),
+                success_steps=0,
+                actions=[
+                    ActionRecord(index=i, type=a.type, description=a.parameters.description, status="not_run")
+                    for i, a in enumerate(actions)
+                ],
+                failure="no_page",
+                message=f"generation failed ({failure or FailureClass.generation_error}): {message}"[:500],
+            )
+            evaluation = await self._score_stages(handle.id, task, slug, replay, out, metrics)
+            self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, True)
+
+
+def _rel(run_dir: Path, path: Path) -> str:
+    return path.relative_to(run_dir).as_posix()
