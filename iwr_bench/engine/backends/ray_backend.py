@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -53,6 +54,21 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[3])
 
 
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail in one line, at once, when a ``HOST:PORT`` address has nobody listening (Ray itself
+    would retry for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return  # "auto", a ray:// client address: Ray resolves and reports those itself
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise UserError(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc} "
+            "(start it with `ray start --head`, or leave out --address for a local instance)"
+        ) from exc
+
+
 class RayBackend:
     """Replays and metric batches on Ray actors of a local instance or a cluster."""
 
@@ -85,6 +101,8 @@ class RayBackend:
         env = {"PYTHONPATH": os.pathsep.join(p for p in (package_root(), os.environ.get("PYTHONPATH")) if p)}
         runtime_env = {"env_vars": env}
         address = self.settings.address
+        if address:
+            _check_reachable(address)
         try:
             if address:
                 ray.init(address=address, namespace=NAMESPACE, log_to_driver=False)
