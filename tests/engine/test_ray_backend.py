@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
 from leftovers import survivors
@@ -107,7 +108,7 @@ async def test_a_killed_replay_worker_loses_only_its_pair(
     def kill_mid_replay(event: Event) -> None:
         if isinstance(event, ActionExecuted) and event.index == 2 and not killed:
             ray.kill(ray.get_actor("replay-1"))  # the only replay worker: it is replaying this pair
-            killed.append(event.job)
+            killed.append(str(event.job))
 
     engine = Engine(config, tmp_path / "run", subscribers=[kill_mid_replay])
     outcome = await engine.run()
