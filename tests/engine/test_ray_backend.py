@@ -20,7 +20,7 @@ from suite_pages import reference_answer
 from iwr_bench.cli import main
 from iwr_bench.engine.backends.ray_backend import RayBackend
 from iwr_bench.engine.config import load_run_config
-from iwr_bench.engine.events import ActionExecuted, Event
+from iwr_bench.engine.events import ActionExecuted, Event, JobFinished
 from iwr_bench.engine.run import Engine
 from iwr_bench.engine.store import RunStore
 
@@ -95,6 +95,14 @@ def test_a_local_ray_run_scores_as_in_process(
     assert backend["kind"] == "ray" and backend["ray_version"] == ray.__version__
     assert backend["address"] == "local" and backend["cluster_resources"]["CPU"] >= 1  # type: ignore[index]
     assert not ray.is_initialized()
+    store = RunStore.open_run(run, readonly=True)  # what `iwr watch` and the reports read
+    try:
+        kinds = [e.kind for e in store.iter_events()]
+        ran = [a for j in store.jobs("judge") for a in store.actions(j.id) if a["status"] != "not_run"]
+        assert kinds.count("action_executed") == len(ran) > 0 and kinds.count("run_finished") == 1
+        assert sum(isinstance(e, JobFinished) and e.stage == "judge" for e in store.iter_events()) == 8
+    finally:
+        store.close()
 
 
 async def test_a_killed_replay_worker_loses_only_its_pair(

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from iwr_bench.protocol import EvalProtocol
     from iwr_bench.tools.pool import PagePool, PoolConfig
 
+
+class WorkerLost(Exception):
+    """The worker running a stage's call died (its process or its node) on every try; the engine
+    records the job as ``worker_lost``."""
+
+
 ExecutorFactory = Callable[["PagePool"], "Executor"]
 """Builds the run's executor over a page pool (the backend decides which pool that is)."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -65,4 +66,5 @@ def unpack(packed: Packed, cache: Path) -> Path:
         except OSError:  # another worker of this node wrote it first: theirs is the same
             if not folder.is_dir():
                 raise
+            shutil.rmtree(staging, ignore_errors=True)
     return local_path(cache, packed.digest, packed.entry)

@@ -23,7 +23,7 @@ import anyio.to_thread
 from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics, measure
 from iwr_bench.agents.judge.records import ActionRecord, Replay
 from iwr_bench.dataset.layout import Task
-from iwr_bench.engine.backends.base import ExecutorFactory, Timer
+from iwr_bench.engine.backends.base import ExecutorFactory, Timer, WorkerLost
 from iwr_bench.engine.backends.settings import BackendSettings
 from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.deadlines import Background
@@ -259,7 +259,7 @@ class RayBackend:
         self, executor: ExecutorFactory, task: Task, page: Path | None, evidence: Path
     ) -> Replay:
         """Replay on a replay worker; again on a fresh one when it dies (``worker_lost`` at the end)."""
-        from iwr_bench.engine.backends.ray_remote import RemotePool, WorkerLost
+        from iwr_bench.engine.backends.ray_remote import RemotePool
 
         lost = ""
         for attempt in range(1, self.settings.tries + 1):

@@ -18,6 +18,7 @@ import anyio.to_thread
 import ray
 from ray.exceptions import RayActorError
 
+from iwr_bench.engine.backends.base import WorkerLost
 from iwr_bench.engine.backends.content import pack
 from iwr_bench.engine.backends.ray_workers import Answer, Shipped, png
 from iwr_bench.metrics.backend import Backend
@@ -36,10 +37,6 @@ from iwr_bench.tools.tools import PageTools
 
 Actor = Any
 """A Ray actor handle (Ray's handles are untyped)."""
-
-
-class WorkerLost(Exception):
-    """The worker running a call died (its process or its node); the call's work is lost."""
 
 
 async def ask(ref: Awaitable[Any]) -> Any:
