@@ -28,8 +28,10 @@ ray = pytest.importorskip("ray")
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.anyio]
 
-TASKS = [101, 102, 113, 116]
-"""Four tasks of the built-in suite (a phone-sized one among them)."""
+TASKS = [101, 102, 104, 116]
+"""Four tasks of the built-in suite (a phone-sized one among them). Not 113: its page shows a pop-up
+for 300 ms of wall time after a move, so whether a screenshot catches it depends on the machine's
+load, in-process as on Ray."""
 
 CHEAP_METRICS = """
 [metrics]
@@ -89,7 +91,7 @@ def test_a_local_ray_run_scores_as_in_process(
     run = tmp_path / "run"
     assert main(["run", "-c", str(config), "--backend", "ray", "--out", str(run), "--quiet"]) == 0
     assert _scores(run) == in_process
-    assert _scores(run)["judge/113/oracle"][1:] == (100.0, 100.0, 100.0, 100.0)
+    assert _scores(run)["judge/104/oracle"][1:] == (100.0, 100.0, 100.0, 100.0)
     backend = _manifest(run)["backend"]
     assert isinstance(backend, dict)
     assert backend["kind"] == "ray" and backend["ray_version"] == ray.__version__
