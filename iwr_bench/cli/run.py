@@ -76,6 +76,10 @@ def register(sub: Subparsers) -> None:
     )
     p.add_argument("--prompt-file", metavar="PATH", help="generation instructions from this file")
     add_skip_invalid(p)
+    p.add_argument(
+        "--backend", choices=["in-process", "ray"], help="where replay and metrics run (default in-process)"
+    )
+    p.add_argument("--address", metavar="HOST:PORT", help="with --backend ray: join this Ray cluster")
     p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
@@ -165,7 +169,20 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         if args.budget < 0:
             raise UserError("--budget must not be negative")
         data["budget_usd"] = args.budget
+    data["backend"] = _backend(args, data["backend"])
     return parse_run_config(data, str(args.config) if args.config else "options")
+
+
+def _backend(args: argparse.Namespace, current: dict[str, Any]) -> dict[str, Any]:
+    """``[backend]`` with ``--backend``/``--address`` over it (both also apply to ``--resume``)."""
+    if args.address and (args.backend or current.get("kind")) != "ray":
+        raise UserError("--address joins a Ray cluster: add --backend ray")
+    out = dict(current)
+    if args.backend:
+        out["kind"] = args.backend
+    if args.address:
+        out["address"] = args.address
+    return out
 
 
 def _run_dir(args: argparse.Namespace, config: RunConfig) -> Path:
@@ -211,6 +228,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             if config is None:
                 config = _resumed_config(run_dir, args.plugin)
+                update = _backend(args, config.backend.model_dump())
+                config = config.model_copy(update={"backend": config.backend.model_validate(update)})
             if not args.resume and (run_dir / STORE_NAME).exists():
                 raise UserError(
                     f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`"

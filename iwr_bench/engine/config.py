@@ -70,6 +70,10 @@ A complete run file (every key is optional; the values shown are the defaults)::
     settle = "stable"             # or "fixed" (the published 1 s / 0.5 s / 1 s waits)
     action_timeout_s = 10         # one browser action, settling included
     load_timeout_s = 15           # the page's initial load
+
+    [backend]
+    kind = "in-process"           # or "ray": replay and metric workers as Ray actors (docs/scaling.md)
+    address = ""                  # ray: HOST:PORT of a cluster's head; empty: a local Ray instance
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from iwr_bench.agents.generation.config import ModelConfig, slugify
 from iwr_bench.dataset.layout import Task
+from iwr_bench.engine.backends.settings import BackendSettings
 from iwr_bench.engine.settings import (
     BrowserSettings,
     JudgeSettings,
@@ -130,6 +135,8 @@ class RunConfig(BaseModel):
     """Concurrency limits."""
     browser: BrowserSettings = BrowserSettings()
     """Browser settings."""
+    backend: BackendSettings = BackendSettings()
+    """Where the replay and metric stages run: in-process (default) or on Ray."""
 
     @field_validator("models")
     @classmethod

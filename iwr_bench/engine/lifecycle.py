@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from iwr_bench.agents.judge.evaluate import Evaluation
+from iwr_bench.engine.backends.base import WorkerLost
 from iwr_bench.engine.deadlines import StepTimeout, find_error
 from iwr_bench.engine.events import (
     EventBus,
@@ -188,6 +189,10 @@ class Recorder:
             timed_out = find_error(exc, StepTimeout)
             if timed_out is not None:
                 handle.fail(FailureClass.timeout, f"{timed_out} ({where() or stage})")
+                return
+            lost = find_error(exc, WorkerLost)
+            if lost is not None:  # a Ray worker died on every try
+                handle.fail(FailureClass.worker_lost, str(lost))
                 return
             log.exception("%s of %s on task %d failed", stage, model, task_id)
             handle.fail(error_class, f"{type(exc).__name__}: {exc}")

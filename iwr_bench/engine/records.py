@@ -56,6 +56,8 @@ class FailureClass(StrEnum):
     """The generation failed (``generation_error:<kind>`` in the jobs table)."""
     cancelled = "cancelled"
     """Cancelled by the user."""
+    worker_lost = "worker_lost"
+    """Every try of its replay lost its worker (a Ray actor or node died)."""
 
 
 INFRA_FAILURES = frozenset(
@@ -66,6 +68,7 @@ INFRA_FAILURES = frozenset(
         FailureClass.timeout,
         FailureClass.stalled,
         FailureClass.judge_error,
+        FailureClass.worker_lost,
     }
 )
 """Failure classes that are not the model's mistake (counted apart in summaries)."""

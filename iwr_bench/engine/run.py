@@ -30,6 +30,7 @@ from iwr_bench.agents.generation import Generator
 from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.dataset.layout import Task
+from iwr_bench.engine.backends.base import make_backend
 from iwr_bench.engine.clock import StageName, WorkClock
 from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.control import request_cancel, watch_control, watch_signals
@@ -50,7 +51,6 @@ from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.records import INFRA_FAILURES, RunOutcome
 from iwr_bench.engine.setup import (
     GeneratorFactory,
-    build_metrics,
     builtin_suite,
     check_resumable,
     load_run_tasks,
@@ -66,7 +66,7 @@ from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_scor
 from iwr_bench.engine.watch import Watchdog
 from iwr_bench.errors import UserError
 from iwr_bench.registry import load_plugins
-from iwr_bench.tools.pool import PagePool, PoolConfig
+from iwr_bench.tools.pool import PoolConfig
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,8 @@ class Engine:
             self.generators = {m.slug: self._factory(m) for m in cfg.models}
         judges = self._judges_override or build_judges(cfg.judge, self.limits, self._get_call, self._put_call)
         self.judges = judges.with_deadlines(cfg.limits.judge_call_timeout_s, self.background)
+        self.backend = make_backend(cfg)  # where replay and metrics run
+        self.backend.connect()
         self._open_store()
         assert self.store is not None
         self.bus = EventBus(self.store)
@@ -185,6 +187,7 @@ class Engine:
             text=self._text,
             agent_sink=self._agent_sink,
             status=self.status,
+            backend=self.backend,
         )
 
     def _open_store(self) -> None:
@@ -220,14 +223,14 @@ class Engine:
     def _metrics(self) -> VisualMetrics:
         assert self.limits is not None
         timer = lambda: self.clock.work(StageName.metrics)  # noqa: E731 - the batches' clock
-        return build_metrics(self.config, self.limits, timer, self.background, self.judges.rubric)
+        return self.backend.metrics(self.config, self.limits, timer, self.background, self.judges.rubric)
 
     def _pool(self) -> PoolConfig:
         return self._pool_config or pool_config(self.config)
 
     def manifest(self, metrics: VisualMetrics | None) -> dict[str, Any]:
         """What the run used: versions, settings, seeds, sampling, backends, judges, policies."""
-        return {"front": self.layout.front} | run_manifest(
+        manifest = {"front": self.layout.front} | run_manifest(
             self.config,
             self.tasks,
             self.task_source,
@@ -237,6 +240,7 @@ class Engine:
             self.judges,
             self._factory.manifest(),
         )
+        return {**manifest, "backend": self.backend.describe()}
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -362,10 +366,9 @@ class Engine:
         run's watchers."""
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(self.background)  # closed last
-            pool: PagePool | None = None
             if self.stages.judging_left():
                 with self.clock.work(StageName.replay):  # starting Chromium is browser time
-                    pool = await stack.enter_async_context(PagePool(self._pool()))
+                    await stack.enter_async_context(self.backend.open(self._pool()))
                 await stack.enter_async_context(self.judges)
             await stack.enter_async_context(opened_generators(self.generators))
             async with anyio.create_task_group() as tg:
@@ -376,7 +379,7 @@ class Engine:
                 async with anyio.create_task_group() as work:
                     for task in self.tasks:
                         for slug in self.config.model_slugs:
-                            work.start_soon(self._pipeline, task, slug, pool, metrics)
+                            work.start_soon(self._pipeline, task, slug, metrics)
                 tg.cancel_scope.cancel()
 
     def cancel(self) -> None:
@@ -397,15 +400,13 @@ class Engine:
 
     # -- one (task, model) pair ------------------------------------------------------------------
 
-    async def _pipeline(
-        self, task: Task, slug: str, pool: PagePool | None, metrics: VisualMetrics | None
-    ) -> None:
+    async def _pipeline(self, task: Task, slug: str, metrics: VisualMetrics | None) -> None:
         with anyio.CancelScope() as scope:
             self._pairs[(task.id, slug)] = scope
             try:
                 result = await self.stages.generate(task, slug) if self.layout.generate else None
                 if self.layout.judge:
-                    await self.stages.judge(task, slug, result, pool, metrics)
+                    await self.stages.judge(task, slug, result, metrics)
             finally:
                 del self._pairs[(task.id, slug)]
         if scope.cancelled_caught:

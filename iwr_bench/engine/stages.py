@@ -26,7 +26,6 @@ from iwr_bench.agents.judge.evaluate import (
     Evaluation,
     VisualMetrics,
     assemble,
-    measure,
     rubric_stage,
     write_evaluation,
 )
@@ -34,6 +33,7 @@ from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.records import ActionRecord, Replay
 from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
+from iwr_bench.engine.backends.base import ExecutorFactory, StageBackend
 from iwr_bench.engine.clock import StageName, WorkClock
 from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.events import EventBus, GenerationFinished, StageFinished, TextCoalescer
@@ -46,7 +46,6 @@ from iwr_bench.engine.records import FailureClass, JobStatus
 from iwr_bench.engine.status import StatusReporter
 from iwr_bench.engine.store import RunStore, job_id
 from iwr_bench.engine.watch import JobWatch, Watchdog
-from iwr_bench.tools.pool import PagePool
 
 AgentSink = Callable[[str, str], Emit]
 """``sink(job id, evidence folder)``: the callback a judging job's agents report to."""
@@ -75,6 +74,8 @@ class PairStages:
     text: TextCoalescer
     """Streamed judge text, flushed at the end of a stage so it comes before the stage's end."""
     agent_sink: AgentSink
+    backend: StageBackend
+    """Where the replay and metric stages run."""
     status: StatusReporter | None = None
     """Told when a pair enters and leaves the metrics stage (the status line's queue)."""
 
@@ -171,19 +172,14 @@ class PairStages:
     # -- the judging stages: replay, metrics, rubric, record ----------------------------------------
 
     async def judge(
-        self,
-        task: Task,
-        slug: str,
-        result: GenerationResult | None,
-        pool: PagePool | None,
-        metrics: VisualMetrics | None,
+        self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics | None
     ) -> None:
         """Judge the pair's page: replay it, measure it, score it and record the evaluation."""
         jid, todo = self.recorder.open("judge", task.id, slug)
         if not todo:
             self.recorder.skipped(jid, "judge", task.id, slug)
             return
-        assert pool is not None and metrics is not None, "the engine opens them when judging is left"
+        assert metrics is not None, "the engine builds them when judging is left"
         out = self.layout.judged_dir(task.id, slug)
         gen = self.store.job(job_id("gen", task.id, slug))
         if gen is not None and gen.status == JobStatus.failed:  # no page to judge: it scores 0
@@ -191,7 +187,7 @@ class PairStages:
             return
         evidence = f"{out.relative_to(self.run_dir).as_posix()}/evidence"
         cfg = self.config.judge
-        executor = Executor(
+        executor = lambda pool: Executor(  # noqa: E731 - the backend chooses the pool
             pool,
             self.judges.grounder,
             self.judges.assertions,
@@ -225,7 +221,12 @@ class PairStages:
         handle.fail(failure, message)
 
     async def _replay_then_score(
-        self, handle: JobHandle, task: Task, executor: Executor, metrics: VisualMetrics, watch: JobWatch
+        self,
+        handle: JobHandle,
+        task: Task,
+        executor: ExecutorFactory,
+        metrics: VisualMetrics,
+        watch: JobWatch,
     ) -> Evaluation:
         """Replay (holding a browser page), then the later stages with the page given back."""
         out = self.layout.judged_dir(task.id, handle.model)
@@ -234,7 +235,7 @@ class PairStages:
             watch.scope.deadline = anyio.current_time() + self.config.limits.judge_timeout_s
             handle.started()
             with self.stage(handle.id, StageName.replay):
-                replay = await executor.replay(task, page, out / "evidence")
+                replay = await self.backend.replay(executor, task, page, out / "evidence")
                 self.text.flush(handle.id)
         # The job's deadline bounds its replay. Later stages wait in queues that grow with the run
         # (metrics are the slowest stage by design) and each batch or judge call has its own deadline.
@@ -247,7 +248,7 @@ class PairStages:
         """The stages after replay: metrics, rubric (with a rubric judge) and record (eval.json)."""
         evidence, protocol = out / "evidence", self.config.protocol
         with self.stage(jid, StageName.metrics, clocked=False):  # the batches clock metrics work
-            measured = await measure(task, replay, evidence, metrics, protocol)
+            measured = await self.backend.measure(task, replay, evidence, metrics, protocol)
         answers: list[RubricResult | None] = [None] * len(measured.steps)
         if metrics.rubric is not None:
             with self.stage(jid, StageName.rubric), emitting(self.agent_sink(jid, "")):  # its calls, live

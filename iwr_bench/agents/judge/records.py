@@ -20,6 +20,7 @@ FailureClass = Literal[
     "judge_error",
     "page_load_failed",
     "no_page",
+    "worker_lost",
 ]
 """Why an action (and so the rest of the trajectory) failed."""
 

@@ -1,0 +1,89 @@
+"""The seam between the engine and the place its moving stages run.
+
+Two stages move: *replay* (a browser page; one pair in, its :class:`Replay` record and evidence
+files out) and *metrics* (one pair's replay in, its :class:`Measured` similarities out). The
+engine hands a backend data (the task, the page folder, the evidence folder) and gets data back;
+the store, events, limits, judges and the rubric stay in the engine's process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics
+    from iwr_bench.agents.judge.executor import Executor
+    from iwr_bench.agents.judge.records import Replay
+    from iwr_bench.dataset.layout import Task
+    from iwr_bench.engine.config import RunConfig
+    from iwr_bench.engine.deadlines import Background
+    from iwr_bench.engine.limits import Limits
+    from iwr_bench.protocol import EvalProtocol
+    from iwr_bench.tools.pool import PagePool, PoolConfig
+
+
+class WorkerLost(Exception):
+    """The worker running a stage's call died (its process or its node) on every try; the engine
+    records the job as ``worker_lost``."""
+
+
+ExecutorFactory = Callable[["PagePool"], "Executor"]
+"""Builds the run's executor over a page pool (the backend decides which pool that is)."""
+
+Timer = Callable[[], AbstractContextManager[None]]
+
+
+class StageBackend(Protocol):
+    """Runs the replay and metric stages of (task, model) pairs somewhere."""
+
+    name: str
+    """``in-process`` or ``ray``."""
+
+    def connect(self) -> None:
+        """Reach the place the stages run (start or join a cluster); called while the run is set up.
+
+        Raises:
+            UserError: it cannot be reached (Ray missing, a bad address).
+        """
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about the backend (after :meth:`connect`)."""
+        ...
+
+    def metrics(
+        self, cfg: RunConfig, limits: Limits, timer: Timer, background: Background, rubric: Any
+    ) -> VisualMetrics:
+        """The run's metrics (cached and batched in this process, computed where the backend puts them)."""
+        ...
+
+    def open(self, pool: PoolConfig) -> AbstractAsyncContextManager[None]:
+        """Start the browsers and workers for the time of a run; stop them (and a cluster the
+        backend started) when it ends."""
+        ...
+
+    async def replay(
+        self, executor: ExecutorFactory, task: Task, page: Path | None, evidence: Path
+    ) -> Replay:
+        """Replay ``task`` on ``page``, writing its screenshots into ``evidence``."""
+        ...
+
+    async def measure(
+        self, task: Task, replay: Replay, evidence: Path, metrics: VisualMetrics, protocol: EvalProtocol
+    ) -> Measured:
+        """OCR and image similarity of the replay's scored pairs."""
+        ...
+
+
+def make_backend(cfg: RunConfig) -> StageBackend:
+    """The backend a run's ``[backend]`` section names (Ray is imported only for ``kind = "ray"``)."""
+    if cfg.backend.kind == "ray":
+        from iwr_bench.engine.backends.ray_backend import RayBackend
+
+        return RayBackend(cfg.backend, cfg)
+    from iwr_bench.engine.backends.inprocess import InProcessBackend
+
+    return InProcessBackend()
