@@ -11,7 +11,7 @@ from hostile_corpus import DETECT, FLOOD, ORDINARY, Listener, chromium_leftovers
 
 from iwr_bench.tools import jail
 from iwr_bench.tools.errors import PageFailure
-from iwr_bench.tools.models import PageSpec
+from iwr_bench.tools.models import Limits, PageSpec, SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
 pytestmark = [pytest.mark.browser, pytest.mark.anyio]
@@ -50,6 +50,17 @@ async def test_no_channel_reaches_a_real_listener(
 
 
 async def test_renderer_over_its_memory_bound_is_killed(
+    listener: Listener, tmp_path: Path, write_page: Callable[..., Path]
+) -> None:
+    # Its own pool with a long load limit: the page allocates before it loads, and on a busy
+    # machine the shared pool's 4 s load limit could fire before the memory watchdog did.
+    limits = Limits(action_timeout=15.0, load_timeout=30.0, js_heap_mb=128, page_memory_mb=384)
+    config = PoolConfig(size=1, limits=limits, settle=SettleConfig(interval=0.05, max_wait=2.0))
+    async with PagePool(config) as pool:
+        await _memory_bound(pool, listener, tmp_path, write_page)
+
+
+async def _memory_bound(
     pool: PagePool, listener: Listener, tmp_path: Path, write_page: Callable[..., Path]
 ) -> None:
     page = hostile_pages(tmp_path, listener)["memory"]
