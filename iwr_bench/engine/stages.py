@@ -30,7 +30,7 @@ from iwr_bench.agents.judge.evaluate import (
     write_evaluation,
 )
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
-from iwr_bench.agents.judge.records import ActionRecord, Replay
+from iwr_bench.agents.judge.records import Replay
 from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.backends.base import ExecutorFactory, StageBackend
@@ -267,17 +267,8 @@ class PairStages:
         out = self.layout.judged_dir(task.id, slug)
         with self.recorder.job("judge", task.id, slug) as handle:
             handle.started()
-            actions = task.record.action_sequence
-            replay = Replay(
-                total_steps=len(actions),
-                success_steps=0,
-                actions=[
-                    ActionRecord(index=i, type=a.type, description=a.parameters.description, status="not_run")
-                    for i, a in enumerate(actions)
-                ],
-                failure="no_page",
-                message=f"generation failed ({failure or FailureClass.generation_error}): {message}"[:500],
-            )
+            why = f"generation failed ({failure or FailureClass.generation_error}): {message}"
+            replay = Replay.nothing_run(task.record.action_sequence, "no_page", why[:500])
             evaluation = await self._score_stages(handle.id, task, slug, replay, out, metrics)
             self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, True)
 

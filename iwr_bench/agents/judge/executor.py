@@ -108,7 +108,7 @@ class Executor:
         """Replay ``task`` on ``page`` (a folder with index.html, or None when there is none)."""
         actions = task.record.action_sequence
         if page is None or not (page if page.is_file() else page / "index.html").is_file():
-            return _page_failure(actions, "no_page", "no generated page")
+            return Replay.nothing_run(actions, "no_page", "no generated page")
         evidence.mkdir(parents=True, exist_ok=True)
         size = task.resolution
         spec = PageSpec(
@@ -122,7 +122,7 @@ class Executor:
                 async with self.pool.page(spec) as tools:
                     return await self._run(tools, task, evidence)
         except PageFailure as exc:
-            return _page_failure(actions, "page_load_failed", str(exc))
+            return Replay.nothing_run(actions, "page_load_failed", str(exc))
 
     async def _run(self, tools: PageTools, task: Task, evidence: Path) -> Replay:
         actions = task.record.action_sequence
@@ -132,7 +132,7 @@ class Executor:
         judge_errors = undetermined = 0
         for i, action in enumerate(actions):
             if success < i:
-                records.append(_not_run(i, action))
+                records.append(ActionRecord.not_run(i, action))
                 continue
             start = time.perf_counter()
             record = ActionRecord(
@@ -343,22 +343,6 @@ def _checkpoint(task: Task, index: int) -> str | None:
 def _save(folder: Path, name: str, png: bytes) -> str:
     (folder / name).write_bytes(png)
     return name
-
-
-def _not_run(i: int, action: Action) -> ActionRecord:
-    return ActionRecord(
-        index=i, type=action.type, description=action.parameters.description, status="not_run"
-    )
-
-
-def _page_failure(actions: list[Action], failure: FailureClass, message: str) -> Replay:
-    return Replay(
-        total_steps=len(actions),
-        success_steps=0,
-        actions=[_not_run(i, a) for i, a in enumerate(actions)],
-        failure=failure,
-        message=message,
-    )
 
 
 async def _final_state(tools: PageTools) -> tuple[int, list[str]]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal, Protocol
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from iwr_bench.agents.grounding import Grounding
 from iwr_bench.tools.models import VisibleText
+
+if TYPE_CHECKING:
+    from iwr_bench.dataset.models import Action
 
 FailureClass = Literal[
     "element_not_found",
@@ -116,6 +119,11 @@ class ActionRecord(BaseModel):
     budget: StepBudget | None = None
     """For a tool-using step judge (``[judge.step]``), its bounds and what it used of them."""
 
+    @classmethod
+    def not_run(cls, index: int, action: Action) -> ActionRecord:
+        """The record of an action that was never attempted."""
+        return cls(index=index, type=action.type, description=action.parameters.description, status="not_run")
+
 
 class Replay(BaseModel):
     """One page's replay of a task's actions."""
@@ -140,6 +148,17 @@ class Replay(BaseModel):
     """Assertion judgements that failed (handled by the run's policy)."""
     undetermined: int = 0
     """Assertion judgements that could not decide (handled by the run's policy)."""
+
+    @classmethod
+    def nothing_run(cls, actions: Sequence[Action], failure: FailureClass, message: str) -> Replay:
+        """A replay that never reached its first action (no page, a failed load, a lost worker)."""
+        return cls(
+            total_steps=len(actions),
+            success_steps=0,
+            actions=[ActionRecord.not_run(i, a) for i, a in enumerate(actions)],
+            failure=failure,
+            message=message,
+        )
 
     def undetermined_rate(self) -> float | None:
         """Share (0-1) of the judged assertions the judge could not decide; None when none was judged."""

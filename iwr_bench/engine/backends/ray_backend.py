@@ -21,7 +21,7 @@ import anyio
 import anyio.to_thread
 
 from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics, measure
-from iwr_bench.agents.judge.records import ActionRecord, Replay
+from iwr_bench.agents.judge.records import Replay
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.backends.base import ExecutorFactory, Timer, WorkerLost
 from iwr_bench.engine.backends.settings import BackendSettings
@@ -308,14 +308,4 @@ class _LateWorkers:
 
 def worker_lost(task: Task, message: str) -> Replay:
     """The replay record of a pair whose every try lost its worker: nothing counted, failure recorded."""
-    actions = task.record.action_sequence
-    return Replay(
-        total_steps=len(actions),
-        success_steps=0,
-        actions=[
-            ActionRecord(index=i, type=a.type, description=a.parameters.description, status="not_run")
-            for i, a in enumerate(actions)
-        ],
-        failure="worker_lost",
-        message=message[:500],
-    )
+    return Replay.nothing_run(task.record.action_sequence, "worker_lost", message[:500])
