@@ -8,10 +8,12 @@ the store, events, limits, judges and the rubric stay in the engine's process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
 
 if TYPE_CHECKING:
     from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics
@@ -28,6 +30,33 @@ if TYPE_CHECKING:
 class WorkerLost(Exception):
     """The worker running a stage's call died (its process or its node) on every try; the engine
     records the job as ``worker_lost``."""
+
+
+class FreeSlots:
+    """Which of a backend's workers are free: a call holds one worker's index while it runs."""
+
+    def __init__(self, count: int = 0) -> None:
+        self._free = list(range(count))
+        self._ready = anyio.Condition()
+
+    def reset(self, count: int) -> None:
+        """Every one of ``count`` workers free (a fresh set of workers)."""
+        self._free = list(range(count))
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncGenerator[int]:
+        """Wait for a free worker and hold its index; it is free again when the block ends."""
+        async with self._ready:
+            while not self._free:
+                await self._ready.wait()
+            slot = self._free.pop(0)
+        try:
+            yield slot
+        finally:
+            with anyio.CancelScope(shield=True):  # a cancelled call still frees its worker
+                async with self._ready:
+                    self._free.append(slot)
+                    self._ready.notify()
 
 
 ExecutorFactory = Callable[["PagePool"], "Executor"]

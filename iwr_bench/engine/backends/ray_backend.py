@@ -23,7 +23,7 @@ import anyio.to_thread
 from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics, measure
 from iwr_bench.agents.judge.records import Replay
 from iwr_bench.dataset.layout import Task
-from iwr_bench.engine.backends.base import ExecutorFactory, Timer, WorkerLost
+from iwr_bench.engine.backends.base import ExecutorFactory, FreeSlots, Timer, WorkerLost
 from iwr_bench.engine.backends.settings import BackendSettings
 from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.deadlines import Background
@@ -80,8 +80,7 @@ class RayBackend:
         self._started = False
         self._resources: dict[str, float] = {}
         self._replay: list[Any] = []
-        self._free: list[int] = []
-        self._ready = anyio.Condition()
+        self._slots = FreeSlots()
         self._workers: Any = None
         self._pool: PoolConfig | None = None
         self._shipper: Any = None
@@ -213,7 +212,7 @@ class RayBackend:
         self._replay = [self._start_replay() for _ in range(self.cfg.limits.browser_pages)]
         metric = [self._start_metrics() for _ in range(self.cfg.limits.metric_workers)]
         self._wait_ready([*self._replay, *metric])
-        self._free = list(range(len(self._replay)))
+        self._slots.reset(len(self._replay))
         self._workers = MetricWorkers(metric, self._start_metrics, self.settings.tries)
 
     def _stop_all(self) -> None:
@@ -244,17 +243,6 @@ class RayBackend:
 
     # -- the two stages ------------------------------------------------------------------------
 
-    async def _take(self) -> int:
-        async with self._ready:
-            while not self._free:
-                await self._ready.wait()
-            return self._free.pop(0)
-
-    async def _give(self, slot: int) -> None:
-        async with self._ready:
-            self._free.append(slot)
-            self._ready.notify()
-
     async def replay(
         self, executor: ExecutorFactory, task: Task, page: Path | None, evidence: Path
     ) -> Replay:
@@ -263,20 +251,20 @@ class RayBackend:
 
         lost = ""
         for attempt in range(1, self.settings.tries + 1):
-            slot = await self._take()
-            try:
-                # The executor only calls pool.page(spec); RemotePool has it with the same signature.
-                remote: Any = RemotePool(self._replay[slot], self._shipper)
-                pool: PagePool = remote
-                return await executor(pool).replay(task, page, evidence)
-            except WorkerLost as exc:
-                self.lost += 1
-                lost = str(exc)
-                tries = self.settings.tries
-                log.warning("task %d: replay worker lost (try %d of %d): %s", task.id, attempt, tries, lost)
-                self._replay[slot] = await anyio.to_thread.run_sync(self._replacement)
-            finally:
-                await self._give(slot)
+            async with self._slots.hold() as slot:
+                try:
+                    # The executor only calls pool.page(spec); RemotePool has it with the same signature.
+                    remote: Any = RemotePool(self._replay[slot], self._shipper)
+                    pool: PagePool = remote
+                    return await executor(pool).replay(task, page, evidence)
+                except WorkerLost as exc:
+                    self.lost += 1
+                    lost = str(exc)
+                    tries = self.settings.tries
+                    log.warning(
+                        "task %d: replay worker lost (try %d of %d): %s", task.id, attempt, tries, lost
+                    )
+                    self._replay[slot] = await anyio.to_thread.run_sync(self._replacement)
         return worker_lost(task, f"the replay worker died {self.settings.tries} times; last: {lost}")
 
     def _replacement(self) -> Any:

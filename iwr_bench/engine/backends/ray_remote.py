@@ -18,7 +18,7 @@ import anyio.to_thread
 import ray
 from ray.exceptions import RayActorError
 
-from iwr_bench.engine.backends.base import WorkerLost
+from iwr_bench.engine.backends.base import FreeSlots, WorkerLost
 from iwr_bench.engine.backends.content import pack
 from iwr_bench.engine.backends.ray_workers import Answer, Shipped, png
 from iwr_bench.metrics.backend import Backend
@@ -205,21 +205,9 @@ class MetricWorkers:
         self.actors = actors
         self._start = start
         self._tries = tries
-        self._free = list(range(len(actors)))
+        self._slots = FreeSlots(len(actors))
         self._turn = count()
-        self._ready = anyio.Condition()
         self.lost = 0
-
-    async def _take(self) -> int:
-        async with self._ready:
-            while not self._free:
-                await self._ready.wait()
-            return self._free.pop(0)
-
-    async def _give(self, slot: int) -> None:
-        async with self._ready:
-            self._free.append(slot)
-            self._ready.notify()
 
     async def run(self, method: str, *args: Any) -> Any:
         """``method(*args)`` on a free worker; retried on a fresh worker when one dies.
@@ -228,16 +216,14 @@ class MetricWorkers:
             WorkerLost: every try lost its worker.
         """
         for attempt in range(1, self._tries + 1):
-            slot = await self._take()
-            try:
-                return await ask(getattr(self.actors[slot], method).remote(*args))
-            except WorkerLost:
-                self.lost += 1
-                if attempt == self._tries:
-                    raise
-                self.actors[slot] = await anyio.to_thread.run_sync(self._start)
-            finally:
-                await self._give(slot)
+            async with self._slots.hold() as slot:
+                try:
+                    return await ask(getattr(self.actors[slot], method).remote(*args))
+                except WorkerLost:
+                    self.lost += 1
+                    if attempt == self._tries:
+                        raise
+                    self.actors[slot] = await anyio.to_thread.run_sync(self._start)
         raise AssertionError("unreachable")
 
     def read_text(self, name: str, image: bytes) -> str:
