@@ -8,8 +8,11 @@ from pathlib import Path
 from iwr_bench._torch import import_torchvision
 
 
-def tiny_clip(folder: Path) -> tuple[str, Path]:
-    """Write the checkpoint under ``folder``; returns (open_clip model name, checkpoint path)."""
+def tiny_clip(folder: Path, seed: int = 0) -> tuple[str, Path]:
+    """Write the checkpoint under ``folder``; returns (open_clip model name, checkpoint path).
+
+    The weights come from ``seed`` alone, so a test sees the same model whatever ran before it.
+    """
     import torch
 
     import_torchvision()  # before open_clip: PyPI's torchvision needs the shim beside CPU torch
@@ -25,5 +28,8 @@ def tiny_clip(folder: Path) -> tuple[str, Path]:
     (folder / f"{name}.json").write_text(json.dumps(config))
     open_clip.add_model_config(folder / f"{name}.json")
     ckpt = folder / "tiny.pt"
-    torch.save({"state_dict": open_clip.create_model(name).state_dict()}, ckpt)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = open_clip.create_model(name)
+    torch.save({"state_dict": model.state_dict()}, ckpt)
     return name, ckpt

@@ -313,10 +313,15 @@ class HeuristicGrounder:
         ]
         visual = self._visual_scores(request)
         if visual is not None:
-            # What the element looks like counts as a bonus on top of what it says.
-            scored = [(min(1.0, s + self.clip_weight * visual.get(el.index, 0.0)), el) for s, el in scored]
+            # What the element looks like counts as a bonus on top of what it says. The ranking
+            # uses the uncapped sum: capping first would tie two well-labelled elements at 1.0
+            # and throw away the visual difference that should break the tie.
+            bonus = {el.index: self.clip_weight * visual.get(el.index, 0.0) for _, el in scored}
+        else:
+            bonus = {}
         # The label decides whether an element matches at all; the text around it only ranks.
-        ranked = {el.index: s + 0.1 * _context_score(desc, el) for s, el in scored}
+        ranked = {el.index: s + bonus.get(el.index, 0.0) + 0.1 * _context_score(desc, el) for s, el in scored}
+        scored = [(min(1.0, s + bonus.get(el.index, 0.0)), el) for s, el in scored]
         scored.sort(
             key=lambda pair: (-round(ranked[pair[1].index], 6), not pair[1].in_viewport, pair[1].index)
         )

@@ -121,6 +121,12 @@ class RunStore:
         if self._db is not None:
             self._db.close()
 
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def flush(self) -> None:
         """Wait until every queued write is in the database.
 

@@ -96,9 +96,12 @@ async def test_deterministic_and_registered() -> None:
     ).index is None
 
 
-async def test_clip_looks_at_element_crops(tmp_path: Path) -> None:
+# Seed 11 gives the two "Add to cart" crops 0.35 and 0.65, so both bonuses push the capped score
+# to 1.0 and only the uncapped ranking can tell them apart; seed 1 favours the first crop.
+@pytest.mark.parametrize("seed", [11, 1])
+async def test_clip_looks_at_element_crops(tmp_path: Path, seed: int) -> None:
     """With CLIP weights the grounder asks for a screenshot and lets the crops break a label tie."""
-    name, ckpt = tiny_clip(tmp_path / "clip")
+    name, ckpt = tiny_clip(tmp_path / "clip", seed=seed)
     grounder, spec = create("grounder", "heuristic", clip_model=name, clip_pretrained=str(ckpt), device="cpu")
     assert grounder.wants_screenshot and spec.args["clip_model"] == name
     shot = Image.new("RGB", (400, 400), "white")
@@ -120,6 +123,7 @@ async def test_clip_looks_at_element_crops(tmp_path: Path) -> None:
     sims = embedder.embed(crops) @ embedder.embed_text([desc])[0]
     expected = 2 if sims[0] >= sims[1] else 3
     assert (visual[2] >= visual[3]) == (expected == 2)
+    assert abs(visual[2] - visual[3]) > 0.1  # the premise: the crops really do look different
     assert (await grounder(request)).index == expected
     without = await grounder(request.model_copy(update={"screenshot": None}))
     assert without.index == 2  # no screenshot: the lexical tie goes to the first one

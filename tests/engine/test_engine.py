@@ -14,6 +14,7 @@ import anyio
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
 from leftovers import survivors
+from run_store import done_jobs
 from suite_pages import reference_answer
 
 from iwr_bench.cli import main
@@ -128,21 +129,6 @@ def _reported(scores: dict[str, tuple[float, ...]]) -> dict[str, tuple[float, ..
     return {job: tuple(round(100 * v, 2) for v in values) for job, values in scores.items()}
 
 
-def _done(run_dir: Path, stage: str = "judge") -> int:
-    if not (run_dir / "run.sqlite").exists():
-        return 0
-    try:
-        store = RunStore.open_run(run_dir, readonly=True)
-    except Exception:
-        return 0
-    try:
-        return sum(j.status == "done" for j in store.jobs(stage))
-    except Exception:
-        return 0
-    finally:
-        store.close()
-
-
 async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_requests: None) -> None:
     """kill -9 mid-run, then --resume: no Chromium survives the killed run, same scores, no duplicate
     rows, no generation call paid twice."""
@@ -171,14 +157,14 @@ async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_re
         deadline = time.monotonic() + 240
         # Kill once one page is judged and the paid generation has finished (a blank page may be
         # judged before the model has even answered).
-        while _done(broken) < 1 or _done(broken, "gen") < 2:
+        while done_jobs(broken) < 1 or done_jobs(broken, "gen") < 2:
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "the run never judged a page"
             await anyio.sleep(0.1)
         os.kill(proc.pid, signal.SIGKILL)  # the run only: its Chromium must die with it
         assert proc.wait(30) == -signal.SIGKILL
         assert survivors(str(marker)) == []
-        assert _done(broken) == 1  # killed in the middle: one of two pages judged
+        assert done_jobs(broken) == 1  # killed in the middle: one of two pages judged
         assert len(fake.requests) == 1
 
         rc = await anyio.to_thread.run_sync(lambda: main(["run", "--resume", str(broken), "--quiet"]))

@@ -12,11 +12,8 @@ from iwr_bench.engine.store import RunStore
 
 
 def _gen_jobs(out: Path) -> dict[tuple[int, str], tuple[str, int]]:
-    store = RunStore.open_run(out, readonly=True)
-    try:
+    with RunStore.open_run(out, readonly=True) as store:
         return {(j.task_id, j.model): (j.status, j.attempts) for j in store.jobs("gen")}
-    finally:
-        store.close()
 
 
 def test_generate_records_its_jobs_and_events_and_resumes(
@@ -27,13 +24,10 @@ def test_generate_records_its_jobs_and_events_and_resumes(
     assert main(argv) == 0
     assert "blank: 2 task(s), 2 ok" in capsys.readouterr().out
     assert _gen_jobs(out) == {(1, "blank"): ("done", 1), (2, "blank"): ("done", 1)}
-    store = RunStore.open_run(out, readonly=True)
-    try:
+    with RunStore.open_run(out, readonly=True) as store:
         kinds = {e.kind for e in store.iter_events()}
         assert {"run_started", "job_finished", "run_finished"} <= kinds
         assert store.manifest()["front"] == "generate" and not store.jobs("judge")
-    finally:
-        store.close()
     assert sorted(p.name for p in out.glob("*/*")) == ["blank", "blank"]  # the results tree only
 
     assert main([*argv, "--resume"]) == 0  # continued: nothing is generated again
@@ -46,12 +40,9 @@ def test_generate_records_its_jobs_and_events_and_resumes(
 
 def _session(out: Path) -> tuple[int, int]:
     """The store's session count and its jobs reported as skipped (finished in an earlier session)."""
-    store = RunStore.open_run(out, readonly=True)
-    try:
+    with RunStore.open_run(out, readonly=True) as store:
         skipped = sum(isinstance(e, JobFinished) and e.status == "skipped" for e in store.iter_events())
         return int(store.meta("sessions")), skipped
-    finally:
-        store.close()
 
 
 def test_a_front_does_not_take_over_a_run_of_another_command(

@@ -15,6 +15,7 @@ import anyio.to_thread
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
 from leftovers import survivors
+from run_store import done_jobs, reported_scores
 from suite_pages import reference_answer
 
 from iwr_bench.cli import main
@@ -51,18 +52,6 @@ def _run_file(path: Path, *, backend: str, pages: int = 2, models: str = "", onl
     return path
 
 
-def _scores(run_dir: Path) -> dict[str, tuple[float, ...]]:
-    """Scores as reported (x100, two decimals) per judging job."""
-    store = RunStore.open_run(run_dir, readonly=True)
-    try:
-        return {
-            s.job: tuple(round(100 * v, 2) for v in (s.success_steps, s.ifs, s.lvs, s.vfs, s.final))
-            for s in store.scores()
-        }
-    finally:
-        store.close()
-
-
 def _manifest(run_dir: Path) -> dict[str, object]:
     store = RunStore.open_run(run_dir, readonly=True)
     try:
@@ -77,7 +66,7 @@ def in_process(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[floa
     folder = tmp_path_factory.mktemp("in-process")
     config = _run_file(folder / "run.toml", backend="in-process")
     assert main(["run", "-c", str(config), "--out", str(folder / "run"), "--quiet"]) == 0
-    scores = _scores(folder / "run")
+    scores = reported_scores(folder / "run")
     assert len(scores) == 8
     return scores
 
@@ -90,8 +79,8 @@ def test_a_local_ray_run_scores_as_in_process(
     config = _run_file(tmp_path / "run.toml", backend="in-process")  # the flag picks Ray
     run = tmp_path / "run"
     assert main(["run", "-c", str(config), "--backend", "ray", "--out", str(run), "--quiet"]) == 0
-    assert _scores(run) == in_process
-    assert _scores(run)["judge/104/oracle"][1:] == (100.0, 100.0, 100.0, 100.0)
+    assert reported_scores(run) == in_process
+    assert reported_scores(run)["judge/104/oracle"][1:] == (100.0, 100.0, 100.0, 100.0)
     backend = _manifest(run)["backend"]
     assert isinstance(backend, dict)
     assert backend["kind"] == "ray" and backend["ray_version"] == ray.__version__
@@ -126,24 +115,11 @@ async def test_a_killed_replay_worker_loses_only_its_pair(
     assert killed
     backend = engine.backend
     assert isinstance(backend, RayBackend) and backend.lost == 1  # one pair's replay, tried again
-    assert _scores(tmp_path / "run") == in_process
+    assert reported_scores(tmp_path / "run") == in_process
     store = RunStore.open_run(tmp_path / "run", readonly=True)
     try:
         assert all(j.status == "done" for j in store.jobs("judge"))
         assert store.count("actions") == sum(len(store.actions(j.id)) for j in store.jobs("judge"))
-    finally:
-        store.close()
-
-
-def _done(run_dir: Path, stage: str) -> int:
-    try:
-        store = RunStore.open_run(run_dir, readonly=True)
-    except Exception:
-        return 0
-    try:
-        return sum(j.status == "done" for j in store.jobs(stage))
-    except Exception:
-        return 0
     finally:
         store.close()
 
@@ -189,7 +165,7 @@ async def test_killing_the_driver_then_resume_on_ray_pays_nothing_twice(
                 stderr=sink,
             )
         deadline = time.monotonic() + 240
-        while _done(broken, "judge") < 1 or _done(broken, "gen") < 2:
+        while done_jobs(broken, "judge") < 1 or done_jobs(broken, "gen") < 2:
             assert proc.poll() is None, (tmp_path / "broken.log").read_text()
             assert time.monotonic() < deadline, "the run never judged a page"
             await anyio.sleep(0.1)
@@ -200,12 +176,12 @@ async def test_killing_the_driver_then_resume_on_ray_pays_nothing_twice(
         # raylet is gone and exit after a GCS timeout of their own.
         assert [p for p in left if "ray::DashboardA" not in p and "ray::RuntimeEnv" not in p] == []
         assert survivors(str(marker), wait=150) == []
-        assert _done(broken, "judge") == 1
+        assert done_jobs(broken, "judge") == 1
 
         rc = await anyio.to_thread.run_sync(lambda: main(["run", "--resume", str(broken), "--quiet"]))
         assert rc == 0
         assert len(fake.requests) == 1  # the answer paid before the kill is not paid again
-    got, want = _scores(broken), _scores(whole)
+    got, want = reported_scores(broken), reported_scores(whole)
     assert got.keys() == want.keys()
     for job, values in want.items():
         assert got[job][:2] == values[:2]  # successful steps and IFS exactly

@@ -16,6 +16,7 @@ import anyio.to_thread
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
 from leftovers import survivors
+from run_store import reported_scores
 
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.cli import main
@@ -44,17 +45,6 @@ WORKS = "document.getElementById('n').textContent = +document.getElementById('n'
 
 def _page(onclick: str = WORKS, title: str = "counter") -> str:
     return "```html\n" + COUNTER.format(onclick=onclick, title=title) + "\n```"
-
-
-def _scores(run_dir: Path) -> dict[str, tuple[float, ...]]:
-    store = RunStore.open_run(run_dir, readonly=True)
-    try:
-        return {
-            s.job: tuple(round(100 * v, 2) for v in (s.success_steps, s.ifs, s.lvs, s.vfs, s.final))
-            for s in store.scores()
-        }
-    finally:
-        store.close()
 
 
 # -- deadlines without a browser ------------------------------------------------------------------
@@ -416,7 +406,7 @@ async def test_sigterm_and_sigint_stop_resumably_and_after_the_end_exit_0(
                 lambda: _then_signal(signal.SIGINT, "run", "--resume", str(broken), "--quiet")  # noqa: B023
             )
             assert resumed.returncode == 0 and "main returned 0" in resumed.stderr, resumed.stderr
-            assert _scores(broken) == _scores(whole)
+            assert reported_scores(broken) == reported_scores(whole)
             store = RunStore.open_run(broken, readonly=True)
             try:
                 assert store.meta("status") == "completed" and store.meta("sessions") == 2
