@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "record",
     "demo",
     "run",
+    "runs",
     "report",
     "generate",
     "judge",

@@ -1,34 +1,24 @@
-"""``iwr run`` (the main command) and ``iwr runs show``."""
+"""``iwr run``: the main command (build or resume a run, drive it, print its table)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import shutil
-import signal
 import sys
-import threading
-from collections.abc import Callable, Generator
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-import anyio
-from rich.console import Console
-from rich.table import Table
-
-from iwr_bench.cli._common import Subparsers, add_skip_invalid
+from iwr_bench.cli._common import Subparsers, add_skip_invalid, drive
+from iwr_bench.cli.signals import exit_zero_on_stop, terminate_as_interrupt
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
-from iwr_bench.engine.progress import LiveProgress, PlainProgress
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.engine.store import STORE_NAME, RunStore
-from iwr_bench.engine.summary import substitute_lines
 from iwr_bench.errors import UserError
 from iwr_bench.registry import reload_recorded
+from iwr_bench.report.run_table import print_summary, work_line, work_split
 
 
 def register(sub: Subparsers) -> None:
@@ -85,17 +75,6 @@ def register(sub: Subparsers) -> None:
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
     out.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=cmd_run)
-
-    runs = sub.add_parser("runs", help="inspect run folders")
-    runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="COMMAND")
-    show = runs_sub.add_parser("show", help="manifest, status and summary of a run")
-    show.add_argument("run_dir", type=Path)
-    show.add_argument("--json", action="store_true", help="everything as JSON")
-    show.set_defaults(func=cmd_runs_show)
-
-    watch = sub.add_parser("watch", help="follow a run (in progress or finished) in the terminal UI")
-    watch.add_argument("run_dir", type=Path)
-    watch.set_defaults(func=cmd_watch)
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -221,7 +200,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     SIGTERM stops a run like Ctrl-C (resumable, exit 130); before the run has started it leaves
     no run folder behind; once the run completed, either signal exits 0.
     """
-    with _terminate_as_interrupt():
+    with terminate_as_interrupt():
         config = None if args.resume else build_config(args)
         run_dir: Path = args.resume or _run_dir(args, config or RunConfig())
         lock = RunLock(run_dir).acquire()  # a second process on this folder stops here, in one line
@@ -239,62 +218,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
             try:
                 engine.prepare()
-                if args.tui:
-                    from iwr_bench.tui.app import run_tui
-
-                    outcome = run_tui(engine)
-                else:
-                    outcome = _run_plain(engine, quiet=args.quiet or args.json)
+                outcome = drive(engine, tui=args.tui, quiet=args.quiet or args.json)
             except KeyboardInterrupt:
                 if not args.resume:
                     _discard_unstarted(engine, lock)
                 raise
             if outcome.status == "completed":
-                _exit_zero_on_stop()
+                exit_zero_on_stop()
             return _finish(engine, outcome, as_json=args.json, quiet=args.quiet)
         finally:
             lock.release()
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    del signum, frame
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Generator[None]:
-    """SIGTERM raises KeyboardInterrupt while ``iwr run`` prepares (the engine watches both while it runs)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        if signal.getsignal(signal.SIGTERM) is _interrupt:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _exit_quietly(signum: int, frame: FrameType | None) -> None:
-    del signum, frame
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(0)
-
-
-def _is_cli_process() -> bool:
-    """Whether this process is the ``iwr`` command (not a host that called ``main`` in-process)."""
-    main = sys.modules.get("__main__")
-    return getattr(main, "__package__", None) == "iwr_bench" or Path(sys.argv[0]).name == "iwr"
-
-
-def _exit_zero_on_stop() -> None:
-    """The run completed and is stored: from now on SIGTERM and SIGINT end the process with 0."""
-    if threading.current_thread() is threading.main_thread() and _is_cli_process():
-        handler: Callable[[int, FrameType | None], None] = _exit_quietly
-        signal.signal(signal.SIGTERM, handler)
-        signal.signal(signal.SIGINT, handler)
 
 
 def _discard_unstarted(engine: Engine, lock: RunLock) -> None:
@@ -312,21 +245,6 @@ def _discard_unstarted(engine: Engine, lock: RunLock) -> None:
         return
     for suffix in ("", "-wal", "-shm"):
         (engine.run_dir / f"{STORE_NAME}{suffix}").unlink(missing_ok=True)
-
-
-def _run_plain(engine: Engine, *, quiet: bool) -> RunOutcome:
-    progress: LiveProgress | PlainProgress | None
-    if quiet:
-        progress = None
-    elif sys.stderr.isatty():
-        progress = LiveProgress()
-    else:
-        progress = PlainProgress()
-    if progress is None:
-        return anyio.run(engine.run)
-    engine.bus.subscribe(progress)
-    with progress:
-        return anyio.run(engine.run)
 
 
 def _finish(engine: Engine, outcome: RunOutcome, *, as_json: bool, quiet: bool) -> int:
@@ -351,137 +269,3 @@ def _finish(engine: Engine, outcome: RunOutcome, *, as_json: bool, quiet: bool) 
         file=sys.stderr,
     )
     return 1
-
-
-def work_split(outcome: RunOutcome) -> dict[str, Any]:
-    """This session's work clock: each stage's busy time, the engine's overhead, each limit's idle time."""
-    return {
-        "busy_s": dict(outcome.work_s),
-        "overhead_s": round(outcome.overhead_s, 3),
-        "limit_idle_s": dict(outcome.limit_idle_s),
-    }
-
-
-def work_line(work: dict[str, Any]) -> str:
-    """The work clock in two short lines (seconds)."""
-    busy = ", ".join(f"{k} {v:.1f}" for k, v in work["busy_s"].items())
-    idle = ", ".join(f"{k} {v:.1f}" for k, v in work["limit_idle_s"].items())
-    return f"busy s: {busy}; engine overhead {work['overhead_s']:.1f}\nidle s: {idle}"
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
-
-
-_COLUMNS = ("model", "judged", "IFS", "IFS micro", "LVS", "HVS", "VFS", "Final", "failures", "undet.", "cost")
-
-
-def _percent(share: float | None) -> str:
-    """A 0-1 share as a whole percentage ("-" when there is none)."""
-    return "-" if share is None else f"{100 * share:.0f}%"
-
-
-def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
-    """The per-model table (x100), failure counts and undetermined assertion rate; names are never cut."""
-    table = Table(title=f"iwr run: {summary.get('run_dir', '')} (x100)")
-    for col in _COLUMNS:
-        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold")
-    lvs_only = False
-    for name, m in summary["models"].items():
-        lvs_only |= bool(m["lvs_only"])
-        fails = ", ".join(f"{k} {v}" for k, v in sorted(m["failures"].items())) or "0"
-        table.add_row(
-            name,
-            f"{m['judged']}/{m['tasks']}",
-            _num(m["ifs"]),
-            _num(m["ifs_micro"]),
-            _num(m["lvs"]),
-            _num(m["hvs"]),
-            _num(m["vfs"]),
-            _num(m["final"]),
-            fails,
-            _percent(m.get("undetermined")),
-            f"${m['cost_usd']:.4f}",
-        )
-    console = console or (Console() if sys.stdout.isatty() else Console(width=140))
-    console.print(table)
-    skipped = int(summary.get("skipped_records") or 0)
-    if skipped:
-        console.print(
-            f"{skipped} task record(s) could not be read and were skipped (--skip-invalid); "
-            "the means are over the tasks that were read"
-        )
-    _print_protocol_notes(console, summary)
-    if lvs_only:
-        console.print(
-            "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."
-        )
-    for line in substitute_lines(summary):
-        console.print(line)
-
-
-def _print_protocol_notes(console: Console, summary: dict[str, Any]) -> None:
-    """Protocol label, tasks left out and a missing HVS counted 0 (official protocol)."""
-    models = list(summary["models"].values())
-    protocol = next((str(m.get("protocol", "default")) for m in models), "default")
-    console.print(f"protocol: {protocol}")
-    for name, m in summary["models"].items():
-        if m.get("left_out"):
-            console.print(
-                f"{name}: {m['left_out']} task(s) without index.html left out of the means (official)"
-            )
-    if protocol == "official" and any(m.get("hvs_missing") for m in models):
-        console.print("HVS missing, counted 0 as the official aggregation does")
-
-
-def cmd_runs_show(args: argparse.Namespace) -> int:
-    """Print a run's manifest, status and summary."""
-    store = RunStore.open_run(args.run_dir, readonly=True)
-    try:
-        manifest = store.manifest()
-        summary = run_summary(store)
-        jobs = store.jobs()
-    finally:
-        store.close()
-    counts: dict[str, int] = {}
-    for j in jobs:
-        counts[f"{j.stage}:{j.status}"] = counts.get(f"{j.stage}:{j.status}", 0) + 1
-    if args.json:
-        print(
-            json.dumps({"manifest": manifest, "summary": summary, "jobs": counts}, indent=2, sort_keys=True)
-        )
-        return 0
-    console = Console()
-    console.print(f"[bold]{args.run_dir}[/bold]  status: {summary['status']}")
-    console.print("jobs: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    for key in (
-        "created",
-        "tasks_source",
-        "task_ids",
-        "models",
-        "python",
-        "os",
-        "chromium",
-        "policies",
-        "judges",
-    ):
-        if key in manifest:
-            console.print(f"{key}: {json.dumps(manifest[key])}")
-    console.print("packages: " + ", ".join(f"{k} {v}" for k, v in manifest.get("packages", {}).items()))
-    for b in manifest.get("metric_backends", []):
-        sub = " (substitute)" if b.get("substitute") else ""
-        console.print(f"metric {b['metric']}: {b.get('model') or b.get('engine')} on {b.get('device')}{sub}")
-    summary["run_dir"] = str(args.run_dir)
-    print_summary(summary)
-    return 0
-
-
-def cmd_watch(args: argparse.Namespace) -> int:
-    """Attach the terminal UI to a run folder; it waits for a run that has not started yet."""
-    run_dir: Path = args.run_dir
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UserError(f"{run_dir} is not a folder")
-    from iwr_bench.tui.app import watch
-
-    watch(run_dir)
-    return 0

@@ -2,13 +2,16 @@
 
 Both are event subscribers; they only count and format, so they cost the run next to nothing.
 Both say what the engine is doing between job events (``EngineStatus``: loading metric models, the
-metrics queue): the live table in its caption, under a clock that runs on its own; the plain lines
-as ``[engine] ...`` when it changes (the metrics queue at most every 10 s).
+metrics queue) and when judge calls wait for their model: the live table in its caption, under a
+clock that runs on its own; the plain lines as ``[engine] ...`` when it changes (the metrics queue
+at most every 10 s; a wait for the judge model, which no event announces, from a ticker thread
+every 10 s while it lasts).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from statistics import fmean
@@ -103,15 +106,19 @@ class ProgressState:
             return None if left > 0 else 0.0
         return (time.monotonic() - self.started) / done * left
 
+    def waiting(self) -> str | None:
+        """Judge calls whose model has said nothing for ``WAITING_S`` or more, in words (None: none)."""
+        now = time.monotonic()
+        waits = [now - heard for heard in list(self.calls.values()) if now - heard >= WAITING_S]
+        if not waits:
+            return None
+        calls = f"{len(waits)} call{'s' if len(waits) != 1 else ''}"
+        return f"waiting for the judge model ({calls}, longest {max(waits):.0f} s)"
+
     def activity(self) -> list[str]:
         """What the engine is doing: its statuses, and judge calls waiting for their model."""
-        now = time.monotonic()
-        waits = [now - heard for heard in self.calls.values() if now - heard >= WAITING_S]
-        parts = list(self.statuses.values())
-        if waits:
-            calls = f"{len(waits)} call{'s' if len(waits) != 1 else ''}"
-            parts.append(f"waiting for the judge model ({calls}, longest {max(waits):.0f} s)")
-        return parts
+        waiting = self.waiting()
+        return [*self.statuses.values(), *([waiting] if waiting else [])]
 
     def table(self) -> Table:
         """The rich table."""
@@ -164,15 +171,39 @@ class LiveProgress:
 
 
 class PlainProgress:
-    """One line per finished job (for logs and pipes)."""
+    """One line per finished job (for logs and pipes), and ``[engine]`` lines between them."""
 
     QUEUE_EVERY_S = 10.0
     """Seconds between two lines about the metrics queue."""
+    WAIT_EVERY_S = 10.0
+    """Seconds between two lines about judge calls waiting for their model."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, tick_s: float = 1.0) -> None:
         self.state = ProgressState()
         self.stream = stream or sys.stderr
+        self.tick_s = tick_s
         self._said: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()  # events arrive on the loop, ticks on the ticker thread
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        self._wait_said = -float("inf")
+
+    def tick(self) -> None:
+        """Say that judge calls wait for their model (no event marks a silence, so this polls)."""
+        with self._lock:
+            waiting = self.state.waiting()
+            now = time.monotonic()
+            if waiting is None:
+                self._wait_said = -float("inf")  # the next wait is said at once
+                return
+            if now - self._wait_said < self.WAIT_EVERY_S:
+                return
+            self._wait_said = now
+        print(f"[engine] {waiting}", file=self.stream, flush=True)
+
+    def _tick_until_stopped(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            self.tick()
 
     def _status(self, event: EngineStatus) -> None:
         text, at = self._said.get(event.key, ("", 0.0))
@@ -186,7 +217,8 @@ class PlainProgress:
 
     def __call__(self, event: Event) -> None:
         """Subscriber."""
-        self.state.apply(event)
+        with self._lock:
+            self.state.apply(event)
         if isinstance(event, EngineStatus):
             self._status(event)
         if isinstance(event, JobFinished) and event.status != "skipped":
@@ -205,7 +237,13 @@ class PlainProgress:
             print(line, file=self.stream, flush=True)
 
     def __enter__(self) -> PlainProgress:
+        self._stop.clear()
+        self._ticker = threading.Thread(target=self._tick_until_stopped, name="iwr-progress", daemon=True)
+        self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+            self._ticker = None

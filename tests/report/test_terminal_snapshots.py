@@ -23,7 +23,7 @@ def test_comparison_snapshot(snapshot: Any, width: int) -> None:
 
 @pytest.mark.parametrize("width", [80, 180])
 def test_run_summary_names_every_substitute_backend(width: int) -> None:
-    from iwr_bench.cli.run import print_summary
+    from iwr_bench.report.run_table import print_summary
 
     model = {
         "tasks": 2, "judged": 2, "ifs": 0.5, "ifs_micro": 0.5, "lvs": 0.4, "hvs": None, "vfs": 0.4,

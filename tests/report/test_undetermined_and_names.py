@@ -13,12 +13,12 @@ from rich.console import Console
 from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.agents.judge.records import ActionRecord, AssertionVerdict, Replay, undetermined_rate
 from iwr_bench.cli.judge import _print_summary  # pyright: ignore[reportPrivateUsage]
-from iwr_bench.cli.run import print_summary
 from iwr_bench.engine.run import run_summary
 from iwr_bench.engine.store import RunStore
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report import build_report
 from iwr_bench.report.render import print_rows
+from iwr_bench.report.run_table import print_summary
 
 NAMES = [
     "mutant-merge-into-8-broken-visible-text-judge-seed-1",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -333,3 +334,27 @@ def test_watch_on_a_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     file.write_text("not a run")
     assert main(["watch", str(file)]) == 2
     assert capsys.readouterr().err.strip() == f"iwr: error: {file} is not a folder"
+
+
+def test_plain_progress_says_when_the_judge_model_keeps_a_call_waiting() -> None:
+    """No event marks a silent judge model: the plain lines' ticker says it, then every 10 s."""
+    import io
+    import time
+
+    from iwr_bench.engine.progress import PlainProgress
+
+    out = io.StringIO()
+    with PlainProgress(out, tick_s=0.05) as progress:
+        progress(RunStarted(run_id="r", models=["m"], tasks=[1]))
+        progress(JudgeCallStarted(job=JOB, call="g-1", role="grounder", who="grounder", request="x"))
+        time.sleep(0.3)
+        assert "waiting" not in out.getvalue()  # heard from 0.3 s ago: not waiting yet
+        with progress._lock:  # pyright: ignore[reportPrivateUsage]
+            progress.state.calls[f"{JOB}/g-1"] -= 12  # its model silent for 12 s
+        deadline = time.monotonic() + 5
+        while "waiting" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # more ticks: still one line, the next is due 10 s later
+    lines = [line for line in out.getvalue().splitlines() if "waiting" in line]
+    assert len(lines) == 1
+    assert re.fullmatch(r"\[engine\] waiting for the judge model \(1 call, longest 1[23] s\)", lines[0])
