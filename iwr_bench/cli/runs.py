@@ -59,6 +59,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         "chromium",
         "policies",
         "judges",
+        "sessions",
     ):
         if key in manifest:
             console.print(f"{key}: {json.dumps(manifest[key])}")

@@ -58,6 +58,8 @@ from iwr_bench.engine.setup import (
     pool_config,
     preload_libraries,
     run_manifest,
+    session_entry,
+    session_history,
 )
 from iwr_bench.engine.stages import PairStages
 from iwr_bench.engine.status import StatusReporter
@@ -304,11 +306,15 @@ class Engine:
             metrics = await anyio.to_thread.run_sync(self._metrics)  # builds no model (they load lazily)
             await anyio.to_thread.run_sync(preload_libraries)
         manifest = self.manifest(metrics)
+        session = int(store.meta("sessions") or 0) + 1
+        now = datetime.now(UTC).isoformat()
         if previous is None:
-            store.set_manifest({**manifest, "created": datetime.now(UTC).isoformat()})
+            store.set_manifest({**manifest, "created": now, "sessions": [session_entry(1, now, manifest)]})
         else:
-            check_resumable(store.manifest(), manifest)
-        store.set_meta("sessions", int(store.meta("sessions") or 0) + 1)
+            old = store.manifest()
+            check_resumable(old, manifest)
+            store.set_manifest({"sessions": [*session_history(old), session_entry(session, now, manifest)]})
+        store.set_meta("sessions", session)
         store.set_meta("status", "running")
         self.bus.publish(
             RunStarted(

@@ -287,6 +287,23 @@ def run_manifest(
     }
 
 
+def session_entry(session: int, started: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's record of one session: when it started and where its work ran.
+
+    ``backend`` at the manifest's top level is the first session's; a resumed session may run on
+    another backend (``iwr run --resume RUN --backend ray``), so each session records its own.
+    """
+    return {"session": session, "started": started, "backend": manifest.get("backend")}
+
+
+def session_history(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sessions a stored manifest records (runs created before sessions were recorded: the first)."""
+    recorded = manifest.get("sessions")
+    if isinstance(recorded, list):
+        return [dict(s) for s in recorded if isinstance(s, dict)]  # pyright: ignore[reportUnknownArgumentType,reportUnknownVariableType]
+    return [{"session": 1, "started": manifest.get("created"), "backend": manifest.get("backend")}]
+
+
 def check_resumable(old: dict[str, Any], new: dict[str, Any]) -> None:
     """Refuse to continue a run whose tasks or models changed since it started.
 

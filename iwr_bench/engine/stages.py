@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from collections.abc import Generator as Gen
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,8 @@ class PairStages:
     """Where the replay and metric stages run."""
     status: StatusReporter | None = None
     """Told when a pair enters and leaves the metrics stage (the status line's queue)."""
+    _replayed: set[str] = field(default_factory=set[str])
+    """Pairs (judge job ids) whose replay is over, or that need none, in this session."""
 
     @contextmanager
     def stage(self, jid: str, stage: StageName, *, clocked: bool = True) -> Gen[None]:
@@ -171,10 +173,26 @@ class PairStages:
 
     # -- the judging stages: replay, metrics, rubric, record ----------------------------------------
 
+    def _replay_over(self, jid: str) -> None:
+        """The pair will use no browser page again; after the last pair, the backend is told."""
+        if jid in self._replayed:
+            return
+        self._replayed.add(jid)
+        if len(self._replayed) == len(self.tasks) * len(self.models):
+            self.backend.replays_over()
+
     async def judge(
         self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics | None
     ) -> None:
         """Judge the pair's page: replay it, measure it, score it and record the evaluation."""
+        try:
+            await self._judge(task, slug, result, metrics)
+        finally:
+            self._replay_over(job_id("judge", task.id, slug))
+
+    async def _judge(
+        self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics | None
+    ) -> None:
         jid, todo = self.recorder.open("judge", task.id, slug)
         if not todo:
             self.recorder.skipped(jid, "judge", task.id, slug)
@@ -237,6 +255,7 @@ class PairStages:
             with self.stage(handle.id, StageName.replay):
                 replay = await self.backend.replay(executor, task, page, out / "evidence")
                 self.text.flush(handle.id)
+        self._replay_over(handle.id)
         # The job's deadline bounds its replay. Later stages wait in queues that grow with the run
         # (metrics are the slowest stage by design) and each batch or judge call has its own deadline.
         watch.scope.deadline = math.inf

@@ -21,7 +21,7 @@ from PIL import Image
 from iwr_bench._torch import import_torchvision
 from iwr_bench.errors import IwrError
 from iwr_bench.metrics.backend import Backend, resolve_device
-from iwr_bench.metrics.models import shared
+from iwr_bench.metrics.models import shared, sync_threads
 
 DINO_DEFAULT = "facebook/dinov2-base"
 CLIP_DEFAULT = ("ViT-B-32", "laion2b_s34b_b79k")
@@ -78,6 +78,7 @@ class ImageEmbedder(ABC):
         rows: list[np.ndarray] = []
         with self._lock, torch.inference_mode():
             model = self._ensure()
+            sync_threads()
             for start in range(0, len(images), self.batch_size):
                 batch = [im.convert("RGB") for im in images[start : start + self.batch_size]]
                 rows.append(self._forward(model, batch).astype(np.float32))

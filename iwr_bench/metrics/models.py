@@ -20,7 +20,9 @@ _lock = threading.Lock()
 _models: dict[Hashable, Any] = {}
 _loads: list[Hashable] = []
 _key_locks: dict[Hashable, threading.Lock] = {}
-_threads_set = False
+_threads_applied = 0
+"""The thread count torch was last told (0: not yet)."""
+_all_cores = False
 _listeners: list[Callable[[Hashable, bool], None]] = []
 
 
@@ -45,25 +47,59 @@ def _tell(key: Hashable, started: bool) -> None:
         listener(key, started)
 
 
+def _configured_threads() -> int | None:
+    configured = os.environ.get("IWR_METRIC_THREADS", "")
+    return int(configured) if configured.isdigit() and int(configured) > 0 else None
+
+
 def metric_threads() -> int:
-    """CPU threads the metric models compute with: ``$IWR_METRIC_THREADS``, else half the cores.
+    """CPU threads the metric models compute with: ``$IWR_METRIC_THREADS``, else half the cores,
+    or every core once :func:`browsers_done` said the browsers have nothing left to replay.
 
     The other half is left to the browser pages, which replay while metrics run: on 2 cores a
     model on both starves Chromium (its judge calls then miss their deadlines).
     """
-    configured = os.environ.get("IWR_METRIC_THREADS", "")
-    if configured.isdigit() and int(configured) > 0:
-        return int(configured)
-    return max(1, len(os.sched_getaffinity(0)) // 2)
+    configured = _configured_threads()
+    if configured is not None:
+        return configured
+    cores = len(os.sched_getaffinity(0))
+    return cores if _all_cores else max(1, cores // 2)
+
+
+def browsers_done(done: bool = True) -> None:
+    """The run's replays are over (or, with False, start again): the models may use every core.
+
+    On 2 cores the metrics stage outlasts the replays by far (OCR takes seconds a screenshot), so
+    its tail would otherwise leave a core idle. The change applies at the next model use.
+    """
+    global _all_cores
+    _all_cores = done
+
+
+def sync_threads() -> None:
+    """Apply :func:`metric_threads` if it changed since torch was last told (call before computing).
+
+    Cheap when nothing changed; the metric models call it on the thread that computes.
+    """
+    global _threads_applied
+    wanted = metric_threads()
+    if wanted == _threads_applied:
+        return
+    with _lock:
+        if wanted != _threads_applied:
+            import torch
+
+            torch.set_num_threads(wanted)
+            _threads_applied = wanted
 
 
 def _limit_threads() -> None:
-    global _threads_set
-    if not _threads_set:
+    global _threads_applied
+    if _threads_applied == 0:
         import torch
 
-        torch.set_num_threads(metric_threads())
-        _threads_set = True
+        _threads_applied = metric_threads()
+        torch.set_num_threads(_threads_applied)
 
 
 def shared(key: Hashable, load: Callable[[], T]) -> T:

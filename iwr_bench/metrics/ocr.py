@@ -11,7 +11,7 @@ from PIL import Image
 
 from iwr_bench._torch import import_torchvision
 from iwr_bench.metrics.backend import Backend, resolve_device
-from iwr_bench.metrics.models import shared
+from iwr_bench.metrics.models import shared, sync_threads
 from iwr_bench.metrics.text import join_segments
 
 # EasyOCR's recogniser builds a DataLoader with pin_memory=True even on CPU; the warning is noise.
@@ -69,5 +69,6 @@ class EasyOcr:
         """All text in the image, lower-cased, segments joined with spaces (reading order)."""
         with self._lock:
             reader = self._load()
+            sync_threads()
             segments = reader.readtext(np.asarray(image.convert("RGB")), detail=0, paragraph=False)  # type: ignore[attr-defined]
         return join_segments(str(s) for s in segments)

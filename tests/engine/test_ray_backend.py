@@ -21,8 +21,9 @@ from suite_pages import reference_answer
 from iwr_bench.cli import main
 from iwr_bench.engine.backends.ray_backend import RayBackend
 from iwr_bench.engine.config import load_run_config
-from iwr_bench.engine.events import ActionExecuted, Event, JobFinished
+from iwr_bench.engine.events import ActionExecuted, EngineStatus, Event, JobFinished
 from iwr_bench.engine.run import Engine
+from iwr_bench.engine.status import METRICS_QUEUE
 from iwr_bench.engine.store import RunStore
 
 ray = pytest.importorskip("ray")
@@ -124,6 +125,28 @@ async def test_a_killed_replay_worker_loses_only_its_pair(
         store.close()
 
 
+async def test_a_killed_metric_worker_loses_only_its_batch(
+    tmp_path: Path, in_process: dict[str, tuple[float, ...]]
+) -> None:
+    """ray.kill of the metric worker as the first pair enters the metrics stage: its batch goes to
+    a fresh worker, the run completes, and the scores equal the in-process run's."""
+    config = load_run_config(_run_file(tmp_path / "run.toml", backend="ray", pages=1))
+    killed: list[str] = []
+
+    def kill_at_metrics(event: Event) -> None:
+        if isinstance(event, EngineStatus) and event.key == METRICS_QUEUE and not event.done and not killed:
+            ray.kill(ray.get_actor("metrics-1"))  # the only metric worker
+            killed.append(event.text)
+
+    engine = Engine(config, tmp_path / "run", subscribers=[kill_at_metrics])
+    outcome = await engine.run()
+    assert outcome.status == "completed" and killed
+    backend = engine.backend
+    assert isinstance(backend, RayBackend) and backend.lost == 0
+    assert backend.metrics_lost == 1  # one batch lost its worker and was computed on a fresh one
+    assert reported_scores(tmp_path / "run") == in_process
+
+
 async def test_killing_the_driver_then_resume_on_ray_pays_nothing_twice(
     tmp_path: Path, allow_requests: None
 ) -> None:
@@ -190,6 +213,15 @@ async def test_killing_the_driver_then_resume_on_ray_pays_nothing_twice(
         assert got[job][2:] == pytest.approx(values[2:], abs=0.1)
     manifest = _manifest(broken)
     assert isinstance(manifest["backend"], dict) and manifest["backend"]["kind"] == "ray"
+    # A third session on the other backend (the run is finished: it opens nothing) is recorded too.
+    assert main(["run", "--resume", str(broken), "--backend", "in-process", "--quiet"]) == 0
+    sessions = _manifest(broken)["sessions"]
+    assert isinstance(sessions, list)
+    assert [(s["session"], s["backend"]["kind"]) for s in sessions] == [  # pyright: ignore[reportUnknownVariableType]
+        (1, "ray"),
+        (2, "ray"),
+        (3, "in-process"),
+    ]
 
 
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

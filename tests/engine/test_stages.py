@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +19,8 @@ from iwr_bench.metrics.pair import Pair, ThreadedMetric
 from iwr_bench.registry import register
 
 SLOW_S = 3.0
+THREADS_SEEN: list[int] = []
+"""The metric threads each slow-phash batch was allowed (see :func:`models.metric_threads`)."""
 
 
 @register("metric", "slow-phash")
@@ -25,6 +28,7 @@ def slow_phash() -> ThreadedMetric:
     """Perceptual-hash similarity that takes ``SLOW_S`` seconds per batch (a slow OCR stand-in)."""
 
     def batch(pairs: Sequence[Pair]) -> list[float]:
+        THREADS_SEEN.append(models.metric_threads())
         time.sleep(SLOW_S)
         return [phash_similarity(a, b, 16) for a, b in pairs]
 
@@ -33,8 +37,13 @@ def slow_phash() -> ThreadedMetric:
 
 @pytest.mark.browser
 @pytest.mark.anyio
-async def test_replay_goes_on_while_another_pair_is_measured(tmp_path: Path) -> None:
-    """One browser page, slow metrics: the next pair replays while the previous one's metrics run."""
+async def test_replay_goes_on_while_another_pair_is_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One browser page, slow metrics: the next pair replays while the previous one's metrics run.
+    Metrics get half the cores while replays are left, and every core for the batches after them."""
+    monkeypatch.delenv("IWR_METRIC_THREADS", raising=False)
+    THREADS_SEEN.clear()
     config = parse_run_config(
         {
             "only": [102],
@@ -70,6 +79,11 @@ async def test_replay_goes_on_while_another_pair_is_measured(tmp_path: Path) -> 
     assert work["metrics"] >= 2 * SLOW_S
     assert sum(work.values()) > outcome.wall_s - outcome.overhead_s
     assert set(outcome.limit_idle_s) >= {"browser pages", "metric workers"}
+    cores = len(os.sched_getaffinity(0))
+    assert len(THREADS_SEEN) >= 2
+    assert THREADS_SEEN[0] == max(1, cores // 2)  # the first batch ran beside the next replay
+    assert THREADS_SEEN[-1] == cores  # the last ran after every replay
+    assert models.metric_threads() == max(1, cores // 2)  # the run's end gives the browsers theirs back
 
 
 @pytest.mark.browser

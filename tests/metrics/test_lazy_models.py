@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,26 @@ async def test_building_the_dino_metric_loads_no_model(
     metric, _ = create("metric", "dino", device="cpu")
     assert metric.backend.substitute and "not in the local model cache" in metric.backend.note
     assert models.load_count() == before
+
+
+def test_models_take_every_core_once_the_browsers_are_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Half the cores while replays are left, all of them after, applied at the next model use."""
+    import torch
+
+    monkeypatch.delenv("IWR_METRIC_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    try:
+        models.browsers_done()
+        models.sync_threads()
+        assert models.metric_threads() == torch.get_num_threads() == cores
+        models.browsers_done(False)
+        models.sync_threads()
+        assert models.metric_threads() == torch.get_num_threads() == max(1, cores // 2)
+        monkeypatch.setenv("IWR_METRIC_THREADS", "3")
+        models.browsers_done()
+        models.sync_threads()
+        assert torch.get_num_threads() == 3  # a fixed count stays fixed
+    finally:
+        monkeypatch.delenv("IWR_METRIC_THREADS", raising=False)
+        models.browsers_done(False)
+        models.sync_threads()

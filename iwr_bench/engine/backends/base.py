@@ -106,6 +106,10 @@ class StageBackend(Protocol):
         """OCR and image similarity of the replay's scored pairs."""
         ...
 
+    def replays_over(self) -> None:
+        """Every replay of the run is over (the browsers idle from now on; metrics may take their cores)."""
+        ...
+
 
 def make_backend(cfg: RunConfig) -> StageBackend:
     """The backend a run's ``[backend]`` section names (Ray is imported only for ``kind = "ray"``)."""

@@ -15,6 +15,7 @@ from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.limits import Limits
 from iwr_bench.engine.setup import build_metrics
+from iwr_bench.metrics import models
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
@@ -43,12 +44,18 @@ class InProcessBackend:
     @asynccontextmanager
     async def open(self, pool: PoolConfig) -> AsyncGenerator[None]:
         """Start the browsers for the time of a run."""
+        models.browsers_done(False)  # metrics leave half the cores to the browsers
         async with PagePool(pool) as opened:
             self._pool = opened
             try:
                 yield
             finally:
                 self._pool = None
+                models.browsers_done(False)
+
+    def replays_over(self) -> None:
+        """No replay is left in this run: the metric models may use the browsers' cores too."""
+        models.browsers_done()
 
     async def replay(
         self, executor: ExecutorFactory, task: Task, page: Path | None, evidence: Path

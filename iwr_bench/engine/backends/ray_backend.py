@@ -87,6 +87,8 @@ class RayBackend:
         self._serial = 0
         self.lost = 0
         """Replays that lost their worker (each was tried again)."""
+        self.metrics_lost = 0
+        """Metric batches that lost their worker (each was tried again on a fresh one)."""
 
     # -- the cluster ---------------------------------------------------------------------------
 
@@ -225,6 +227,8 @@ class RayBackend:
             ray.kill(actor)
         for actor in self._workers.actors if self._workers is not None else []:
             ray.kill(actor)
+        if self._workers is not None:
+            self.metrics_lost += self._workers.lost
         self._replay, self._workers = [], None
         if self._started and not self.settings.address:
             ray.shutdown()  # the local instance this run started
@@ -277,6 +281,10 @@ class RayBackend:
     ) -> Measured:
         """The metric stage as in-process; its batches run on the metric workers."""
         return await measure(task, replay, evidence, metrics, protocol)
+
+    def replays_over(self) -> None:
+        """Nothing to do: metric workers hold cores of their own (``num_cpus``), apart from the
+        replay workers'."""
 
 
 class _LateWorkers:

@@ -7,6 +7,7 @@ comes back as data. A worker that dies mid-call raises :class:`WorkerLost` here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from contextlib import asynccontextmanager, suppress
 from itertools import count
@@ -34,6 +35,8 @@ from iwr_bench.tools.models import (
     VisibleText,
 )
 from iwr_bench.tools.tools import PageTools
+
+log = logging.getLogger(__name__)
 
 Actor = Any
 """A Ray actor handle (Ray's handles are untyped)."""
@@ -219,8 +222,9 @@ class MetricWorkers:
             async with self._slots.hold() as slot:
                 try:
                     return await ask(getattr(self.actors[slot], method).remote(*args))
-                except WorkerLost:
+                except WorkerLost as exc:
                     self.lost += 1
+                    log.warning("metric worker lost (try %d of %d): %s", attempt, self._tries, exc)
                     if attempt == self._tries:
                         raise
                     self.actors[slot] = await anyio.to_thread.run_sync(self._start)
