@@ -135,8 +135,10 @@ async def test_a_killed_metric_worker_loses_only_its_batch(
 
     def kill_at_metrics(event: Event) -> None:
         if isinstance(event, EngineStatus) and event.key == METRICS_QUEUE and not event.done and not killed:
-            ray.kill(ray.get_actor("metrics-1"))  # the only metric worker
             killed.append(event.text)
+            backend = engine.backend
+            assert isinstance(backend, RayBackend)
+            ray.kill(backend._workers.actors[0])  # the only metric worker  # pyright: ignore[reportPrivateUsage]
 
     engine = Engine(config, tmp_path / "run", subscribers=[kill_at_metrics])
     outcome = await engine.run()
@@ -214,7 +216,10 @@ async def test_killing_the_driver_then_resume_on_ray_pays_nothing_twice(
     manifest = _manifest(broken)
     assert isinstance(manifest["backend"], dict) and manifest["backend"]["kind"] == "ray"
     # A third session on the other backend (the run is finished: it opens nothing) is recorded too.
-    assert main(["run", "--resume", str(broken), "--backend", "in-process", "--quiet"]) == 0
+    rc = await anyio.to_thread.run_sync(
+        lambda: main(["run", "--resume", str(broken), "--backend", "in-process", "--quiet"])
+    )
+    assert rc == 0
     sessions = _manifest(broken)["sessions"]
     assert isinstance(sessions, list)
     assert [(s["session"], s["backend"]["kind"]) for s in sessions] == [  # pyright: ignore[reportUnknownVariableType]
