@@ -308,12 +308,13 @@ class Engine:
         manifest = self.manifest(metrics)
         session = int(store.meta("sessions") or 0) + 1
         now = datetime.now(UTC).isoformat()
+        entry = session_entry(session, now, manifest)
         if previous is None:
-            store.set_manifest({**manifest, "created": now, "sessions": [session_entry(1, now, manifest)]})
+            store.set_manifest({**manifest, "created": now, "sessions": [entry]})
         else:
             old = store.manifest()
             check_resumable(old, manifest)
-            store.set_manifest({"sessions": [*session_history(old), session_entry(session, now, manifest)]})
+            store.set_manifest({"sessions": [*session_history(old), entry]})
         store.set_meta("sessions", session)
         store.set_meta("status", "running")
         self.bus.publish(

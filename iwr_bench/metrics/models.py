@@ -93,15 +93,6 @@ def sync_threads() -> None:
             _threads_applied = wanted
 
 
-def _limit_threads() -> None:
-    global _threads_applied
-    if _threads_applied == 0:
-        import torch
-
-        _threads_applied = metric_threads()
-        torch.set_num_threads(_threads_applied)
-
-
 def shared(key: Hashable, load: Callable[[], T]) -> T:
     """The model ``key`` names, loading it with ``load`` the first time (thread-safe).
 
@@ -118,8 +109,7 @@ def shared(key: Hashable, load: Callable[[], T]) -> T:
                 return _models[key]
         _tell(key, True)
         try:
-            with _lock:
-                _limit_threads()  # the first time, this imports torch: part of the wait
+            sync_threads()  # the first time, this imports torch: part of the wait
             model = load()
         finally:
             _tell(key, False)

@@ -16,7 +16,7 @@ import anyio.to_thread
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
 from leftovers import survivors
-from run_store import reported_scores
+from run_store import done_jobs, reported_scores
 
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.cli import main
@@ -322,19 +322,6 @@ def _then_signal(signum: int, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _judged(run_dir: Path, stage: str = "judge") -> int:
-    try:
-        store = RunStore.open_run(run_dir, readonly=True)
-    except UserError:
-        return 0
-    try:
-        return sum(j.status == "done" for j in store.jobs(stage))
-    except Exception:  # the run is still creating its tables
-        return 0
-    finally:
-        store.close()
-
-
 async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
     """Start ``iwr run``, check a second process is refused, stop the first with ``signum``."""
     log = run_dir.parent / f"{run_dir.name}.log"
@@ -366,7 +353,7 @@ async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
             line for line in second.stderr.strip().splitlines() if f"is in use by pid {proc.pid}" in line
         ]
         assert len(second.stderr.strip().splitlines()) == 1
-        while _judged(run_dir) < 1 or _judged(run_dir, "gen") < 2:
+        while done_jobs(run_dir) < 1 or done_jobs(run_dir, "gen") < 2:
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, "the run never judged a page"
             await anyio.sleep(0.1)
@@ -379,7 +366,7 @@ async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
     assert await anyio.to_thread.run_sync(survivors, str(marker)) == []
     text = log.read_text()
     assert "Traceback" not in text and f"iwr run --resume {run_dir}" in text
-    assert _judged(run_dir) == 1  # stopped in the middle
+    assert done_jobs(run_dir) == 1  # stopped in the middle
     assert not (run_dir / LOCK_NAME).exists()
 
 
