@@ -35,12 +35,19 @@ class SettleConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     mode: Literal["stable", "fixed"] = "stable"
-    """``stable``: wait until consecutive screenshots have equal perceptual hashes;
+    """``stable``: wait until the pixels stop changing (see :attr:`quiet`);
     ``fixed``: sleep the published waits (1 s after load, 0.5 s after an action, 1 s after a scroll)."""
     interval: float = Field(default=0.05, gt=0, le=5)
     """Seconds between screenshots in ``stable`` mode."""
+    quiet: float = Field(default=0.5, ge=0, le=10)
+    """``stable`` mode: seconds the screenshots must stay byte-identical to count as settled. A
+    state shown for less (a 300 ms "+4" toast) is never the one captured, so the capture does not
+    depend on timing; the default is the published wait after an action."""
+    tolerant_after: float = Field(default=1.0, ge=0, le=60)
+    """``stable`` mode: past this many seconds a page that keeps moving (a spinner, a carousel)
+    counts as settled once :attr:`stable_frames` consecutive shots have equal perceptual hashes."""
     stable_frames: int = Field(default=2, ge=2, le=20)
-    """Number of consecutive equal screenshots that count as settled."""
+    """Number of consecutive perceptually equal screenshots that settle a moving page."""
     max_wait: float = Field(default=3.0, gt=0, le=60)
     """Upper bound on a ``stable`` wait, in seconds."""
     after_load: float = Field(default=1.0, ge=0)

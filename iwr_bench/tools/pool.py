@@ -45,9 +45,11 @@ STEADY_RASTER_FLAGS: tuple[str, ...] = (
     "--run-all-compositor-stages-before-draw",
     "--disable-checker-imaging",
     "--num-raster-threads=1",
+    "--disable-partial-raster",
 )
 """Chromium flags that make rendering repeatable: without them a page's scaled images come out a
-few levels different from one load to the next (timing of decode and raster), so a replay of a
+few levels different from one load to the next (timing of decode and raster), and the anti-aliased
+edges of rounded boxes differ by a few levels when a tile is re-rastered in part, so a replay of a
 recorded page would not be pixel-identical to its recording."""
 
 

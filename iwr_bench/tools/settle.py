@@ -22,8 +22,11 @@ async def _signature(png: bytes) -> str:
 async def settle(tab: Tab, config: SettleConfig, after: SettleAfter) -> tuple[float, bool, bytes | None]:
     """Wait for ``tab`` to settle; return (seconds waited, settled, last screenshot if one was taken).
 
-    ``stable`` mode screenshots every ``interval`` seconds until ``stable_frames`` consecutive shots
-    have equal perceptual hashes (identical bytes short-cut the hash), up to ``max_wait``.
+    ``stable`` mode screenshots every ``interval`` seconds. The page is settled once its screenshots
+    have stayed byte-identical for ``quiet`` seconds, or, past ``tolerant_after`` seconds, once
+    ``stable_frames`` consecutive shots have equal perceptual hashes (a page that never stops
+    moving); it gives up at ``max_wait``. Rendering is repeatable (see
+    :data:`~iwr_bench.tools.pool.STEADY_RASTER_FLAGS`), so unchanged content gives identical bytes.
     ``fixed`` mode sleeps the published wait for ``after``.
     """
     start = time.perf_counter()
@@ -36,14 +39,22 @@ async def settle(tab: Tab, config: SettleConfig, after: SettleAfter) -> tuple[fl
     deadline = start + config.max_wait
     last_png = await tab.screenshot()
     last_sig = await _signature(last_png)
+    still_since = time.perf_counter()  # when the current run of identical screenshots began
     equal = 1
     while True:
-        if equal >= config.stable_frames:
-            return time.perf_counter() - start, True, last_png
-        if time.perf_counter() + config.interval > deadline:
-            return time.perf_counter() - start, False, last_png
+        now = time.perf_counter()
+        if now - still_since >= config.quiet:
+            return now - start, True, last_png
+        if now - start >= config.tolerant_after and equal >= config.stable_frames:
+            return now - start, True, last_png
+        if now + config.interval > deadline:
+            return now - start, False, last_png
         await anyio.sleep(config.interval)
         png = await tab.screenshot()
-        sig = last_sig if png == last_png else await _signature(png)
-        equal = equal + 1 if sig == last_sig else 1
-        last_png, last_sig = png, sig
+        if png != last_png:
+            still_since = time.perf_counter()
+            sig = await _signature(png)
+            equal = equal + 1 if sig == last_sig else 1
+            last_png, last_sig = png, sig
+        else:
+            equal += 1

@@ -209,10 +209,9 @@ async def test_killing_the_driver_then_resume_on_ray_pays_nothing_twice(
     got, want = reported_scores(broken), reported_scores(whole)
     assert got.keys() == want.keys()
     for job, values in want.items():
-        assert got[job][:2] == values[:2]  # successful steps and IFS exactly
-        # Visual scores of the model's (not pixel-identical) page: one run measured 70.81 vs 70.76
-        # LVS; the cause (capture timing or batching) is not yet found, so 0.1 points of slack.
-        assert got[job][2:] == pytest.approx(values[2:], abs=0.1)
+        # Exactly, visual scores of the model's page (not pixel-identical to the reference) included:
+        # replays render the same bytes whatever the backend (see STEADY_RASTER_FLAGS).
+        assert got[job] == values
     manifest = _manifest(broken)
     assert isinstance(manifest["backend"], dict) and manifest["backend"]["kind"] == "ray"
     # A third session on the other backend (the run is finished: it opens nothing) is recorded too.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from iwr_bench.dataset.models import Action, ActionParameters, scroll_region
@@ -212,6 +213,58 @@ async def test_fixed_settle_mode_sleeps_the_published_wait(
         await fixed.observe()
         result = await fixed.click(0)
     assert result.settled and result.settle_seconds >= 0.2
+
+
+TOAST = """<!doctype html><html><body style="margin:0;font:20px sans-serif">
+<button id="go" onclick="add()">Add</button><p id="n">0</p><div id="toasts"></div>
+<script>
+function add() {
+  document.getElementById('n').textContent = String(Number(document.getElementById('n').textContent) + 4);
+  const el = document.createElement('div');
+  el.textContent = '+4';
+  document.getElementById('toasts').appendChild(el);
+  setTimeout(() => el.remove(), 300);
+}
+</script></body></html>"""
+
+
+@pytest.mark.anyio
+async def test_settling_waits_out_a_brief_toast(pool: PagePool, write_page: Callable[..., Path]) -> None:
+    """A state shown for 300 ms is never the settled one: every click settles on the same pixels."""
+    settle = SettleConfig(interval=0.05, max_wait=2.0)
+    async with pool.page(PageSpec(page=str(write_page(TOAST)))) as tools:
+        stable = PageTools(tools.tab, settle, tools.limits)
+        await stable.observe()
+        shots = []
+        for _ in range(3):
+            result = await stable.click(0)
+            assert result.settled and result.settle_seconds >= settle.quiet
+            shots.append(await stable.screenshot())
+            await anyio.sleep(0.4)  # the toast is long gone by now
+            assert await stable.screenshot() == shots[-1]
+            # put the counter back so the next click shows the same state again
+            await tools.tab.evaluate("document.getElementById('n').textContent = '0'")
+    assert shots[0] == shots[1] == shots[2]
+
+
+SPINNER = """<!doctype html><html><body style="margin:0">
+<div id="s" style="width:40px;height:40px;background:#36c"></div><button>Go</button>
+<script>
+let t = 0;
+setInterval(() => { t++; document.getElementById('s').style.marginLeft = (t % 2) + 'px'; }, 30);
+</script></body></html>"""
+
+
+@pytest.mark.anyio
+async def test_a_page_that_keeps_moving_settles_on_its_perceptual_hash(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    settle = SettleConfig(interval=0.05, max_wait=2.0, tolerant_after=0.6)
+    async with pool.page(PageSpec(page=str(write_page(SPINNER)))) as tools:
+        moving = PageTools(tools.tab, settle, tools.limits)
+        await moving.observe()
+        result = await moving.click(0)
+    assert result.settled and 0.6 <= result.settle_seconds < 2.0
 
 
 def test_viewport_parse() -> None:
