@@ -79,6 +79,7 @@ class RayBackend:
         self.cfg = cfg
         self._started = False
         self._resources: dict[str, float] = {}
+        self._nodes = 0
         self._replay: list[Any] = []
         self._slots = FreeSlots()
         self._workers: Any = None
@@ -121,6 +122,7 @@ class RayBackend:
             raise UserError(f"cannot reach {where}: {str(exc).splitlines()[0]}") from exc
         self._started = True
         self._resources = {k: float(v) for k, v in ray.cluster_resources().items()}
+        self._nodes = sum(1 for node in ray.nodes() if node.get("Alive"))  # several may share one IP
 
     def describe(self) -> dict[str, Any]:
         """Kind, Ray version, address and the cluster's resources (CPUs, GPUs, memory, nodes)."""
@@ -130,7 +132,7 @@ class RayBackend:
             "kind": self.name,
             "ray_version": str(ray.__version__),
             "address": self.settings.address or "local",
-            "nodes": sum(1 for k in self._resources if k.startswith("node:") and "internal" not in k),
+            "nodes": self._nodes,
             "cluster_resources": shown,
             "replay_workers": self.cfg.limits.browser_pages,
             "metric_workers": self.cfg.limits.metric_workers,
@@ -230,8 +232,9 @@ class RayBackend:
         if self._workers is not None:
             self.metrics_lost += self._workers.lost
         self._replay, self._workers = [], None
-        if self._started and not self.settings.address:
-            ray.shutdown()  # the local instance this run started
+        if self._started:
+            # stops the local instance this run started; on a cluster it only disconnects the driver
+            ray.shutdown()
             self._started = False
 
     @asynccontextmanager
