@@ -72,7 +72,7 @@ class StatusReporter:
         """A pair entered (+1) or left (-1) the metrics stage."""
         self.in_metrics = max(0, self.in_metrics + change)
         n = self.in_metrics
-        text = f"{n} pair{'s' if n != 1 else ''} queued for metrics"
+        text = f"{n} pair{'s' if n != 1 else ''} queued for metrics" if n else "metrics queue empty"
         self.publish(EngineStatus(key=METRICS_QUEUE, text=text, done=n == 0))
 
 

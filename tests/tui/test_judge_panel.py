@@ -262,6 +262,23 @@ def test_plain_progress_says_what_the_engine_does() -> None:
     ]
 
 
+def test_the_metrics_queue_says_when_it_is_empty() -> None:
+    from iwr_bench.engine.status import StatusReporter
+
+    seen: list[EngineStatus] = []
+    reporter = StatusReporter(lambda e: seen.append(e) if isinstance(e, EngineStatus) else None)
+    reporter.metrics_queue(+1)
+    reporter.metrics_queue(+1)
+    reporter.metrics_queue(-1)
+    reporter.metrics_queue(-1)
+    assert [(e.text, e.done) for e in seen] == [
+        ("1 pair queued for metrics", False),
+        ("2 pairs queued for metrics", False),
+        ("1 pair queued for metrics", False),
+        ("metrics queue empty", True),
+    ]
+
+
 @pytest.mark.anyio
 async def test_long_streams_scroll_and_the_user_can_pause_following() -> None:
     from iwr_bench.tui.widgets.judge_panel import JudgePanel
