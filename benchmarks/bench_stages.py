@@ -7,7 +7,8 @@ Printed per run: wall time, each stage's busy time (wall time with some of that 
 progress), the engine's overhead, each limit's idle time, the overlap ratio (sum of the stages'
 busy times over the wall time: above 1 when stages ran at once), the wall time over the metric
 stage's busy time (1.0: nothing ever waited on anything but the metrics), the metric models
-loaded, and the leaderboard (Final, x100), which must be the same for both runs.
+loaded, when pairs were judged (the first, half of them, the longest wait between two: what
+live means show), and the leaderboard (Final, x100), which must be the same for both runs.
 
 Then the rerun: ``iwr run --resume`` of the finished cold run in a new process (every job done),
 timed from process start to exit; it must start no browser and load no model.
@@ -33,11 +34,15 @@ from typing import Any
 import anyio
 
 from iwr_bench.engine.config import parse_run_config
+from iwr_bench.engine.events import JobFinished, RunStarted
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.metrics import models
 
 
-def _run(only: list[int], pages: int | None, cache: Path, out: Path) -> tuple[RunOutcome, dict[str, Any]]:
+def _run(
+    only: list[int], pages: int | None, cache: Path, out: Path
+) -> tuple[RunOutcome, dict[str, Any], list[float]]:
+    """One run: its outcome, its leaderboard, and when (seconds after its start) each pair was judged."""
     limits: dict[str, Any] = {} if pages is None else {"browser_pages": pages}
     config = parse_run_config(
         {"only": only, "limits": limits, "metrics": {"cache": True, "cache_dir": str(cache)}}, "bench"
@@ -48,10 +53,13 @@ def _run(only: list[int], pages: int | None, cache: Path, out: Path) -> tuple[Ru
     if outcome.status != "completed":
         raise SystemExit(f"run in {out} ended {outcome.status}: {outcome.message}")
     assert engine.store is not None
-    return outcome, run_summary(engine.store)["models"]
+    events = list(engine.store.iter_events())
+    start = next(e.time for e in events if isinstance(e, RunStarted))
+    judged = sorted(e.time - start for e in events if isinstance(e, JobFinished) and e.stage == "judge")
+    return outcome, run_summary(engine.store)["models"], judged
 
 
-def _report(label: str, o: RunOutcome, loads: int, board: dict[str, Any]) -> None:
+def _report(label: str, o: RunOutcome, loads: int, board: dict[str, Any], judged: list[float]) -> None:
     busy = o.work_s
     overlap = sum(busy.values()) / o.wall_s if o.wall_s else 0.0
     metric = busy.get("metrics", 0.0)
@@ -62,6 +70,12 @@ def _report(label: str, o: RunOutcome, loads: int, board: dict[str, Any]) -> Non
     )
     print("  idle s: " + ", ".join(f"{k} {v:.1f}" for k, v in o.limit_idle_s.items()))
     print(f"  overlap ratio (sum of busy / wall) {overlap:.2f}; wall / metrics busy {per_metric}")
+    if judged:
+        gaps = [b - a for a, b in zip([0.0, *judged], judged, strict=False)]
+        print(
+            f"  pairs judged: first after {judged[0]:.1f} s, half after {judged[len(judged) // 2]:.1f} s, "
+            f"longest wait between two {max(gaps):.1f} s"
+        )
     print("  Final: " + "  ".join(f"{m} {v['final']:.2f}" for m, v in board.items()), flush=True)
 
 
@@ -87,12 +101,12 @@ def main() -> None:
         root = Path(tmp)
         cache = args.cache_dir or root / "cache"
         before = models.load_count()
-        cold, cold_board = _run(only, args.pages, cache, root / "cold")
-        _report("cold", cold, models.load_count() - before, cold_board)
+        cold, cold_board, cold_judged = _run(only, args.pages, cache, root / "cold")
+        _report("cold", cold, models.load_count() - before, cold_board, cold_judged)
         models.forget()  # as in a new process: a warm run must load nothing
         before = models.load_count()
-        warm, warm_board = _run(only, args.pages, cache, root / "warm")
-        _report("warm", warm, models.load_count() - before, warm_board)
+        warm, warm_board, warm_judged = _run(only, args.pages, cache, root / "warm")
+        _report("warm", warm, models.load_count() - before, warm_board, warm_judged)
         rerun = _rerun(root / "cold")
     same = {m: v["final"] for m, v in cold_board.items()} == {m: v["final"] for m, v in warm_board.items()}
     print(f"leaderboard identical cold/warm: {same}")

@@ -55,6 +55,7 @@ A complete run file (every key is optional; the values shown are the defaults)::
     [limits]
     browser_pages = 2             # default: one per core (and per 1.5 GB free), 1 to 8
     metric_workers = 1
+    metric_batch_pairs = 8        # pairs per metric batch (a GPU gains from 32)
     judge_calls = 4
     model_calls = 4               # per provider, unless [limits.providers] says otherwise
     providers = { openai = 8 }

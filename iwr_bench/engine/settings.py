@@ -148,6 +148,10 @@ class LimitSettings(BaseModel):
     """Browser pages open at once (default: what the machine's cores and memory allow)."""
     metric_workers: int = Field(default=1, ge=1, le=64)
     """Metric batches computed at once."""
+    metric_batch_pairs: int = Field(default=8, ge=1, le=256)
+    """Most screenshot pairs one metric batch holds (a job's pairs are never split, so a batch
+    holds at least one job). On CPU a batch of 8 pairs is one to two minutes of OCR, so judgements
+    finish, and live means move, every minute or two; a GPU gains from larger batches (e.g. 32)."""
     judge_calls: int = Field(default=4, ge=1, le=256)
     """Judge-model requests at once."""
     model_calls: int = Field(default=4, ge=1, le=256)
@@ -166,7 +170,7 @@ class LimitSettings(BaseModel):
     metric_timeout_s: float = Field(default=300.0, gt=0)
     """Longest one metric batch may take once started, before ``metric_pair_timeout_s`` per pair."""
     metric_pair_timeout_s: float = Field(default=30.0, ge=0)
-    """Extra time a metric batch gets per screenshot pair it holds (a batch holds up to 32)."""
+    """Extra time a metric batch gets per screenshot pair it holds (see ``metric_batch_pairs``)."""
     stall_after_s: float = Field(default=180.0, gt=0)
     """A judging job with no sign of life this long, outside a step with its own deadline or a
     queue, is failed as ``stalled`` and its browser page freed."""

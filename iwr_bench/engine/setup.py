@@ -228,7 +228,13 @@ def build_metrics(
         timeout, per_pair = cfg.limits.metric_timeout_s, cfg.limits.metric_pair_timeout_s
         cached = CachedMetric(metric, cache)
         return BatchingMetric(
-            cached, limits.metric, timer=timer, timeout=timeout, pair_timeout=per_pair, background=background
+            cached,
+            limits.metric,
+            max_batch=cfg.limits.metric_batch_pairs,
+            timer=timer,
+            timeout=timeout,
+            pair_timeout=per_pair,
+            background=background,
         )
 
     extra: dict[str, Any] = {} if rubric is None else {"rubric": rubric}
