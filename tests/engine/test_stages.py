@@ -65,7 +65,11 @@ async def test_replay_goes_on_while_another_pair_is_measured(
     replays = [s for s in spans if s.stage == "replay"]
     measured = [s for s in spans if s.stage == "metrics"]
     assert len(replays) == 3 and len(measured) == 3
-    assert all(m.seconds >= SLOW_S for m in measured)
+    # The oracle page renders its recording's pixels, so every pair of it is pixel-identical and
+    # scores 1.0 without the slow metric; the two baselines' pairs go through it.
+    oracle = [m for m in measured if m.job is not None and m.job.endswith("/oracle")]
+    assert len(oracle) == 1 and oracle[0].seconds < SLOW_S
+    assert all(m.seconds >= SLOW_S for m in measured if m not in oracle)
     overlapping = [
         (m.job, r.job)
         for m in measured
