@@ -100,13 +100,16 @@ def test_joining_a_cluster_of_two_nodes_places_browsers_on_the_chromium_node(
 ) -> None:
     """--address joins a running two-node cluster (Ray's own cluster_utils starts the two raylets
     on this machine, as `ray start --head` and `ray start --address` would on two): the head has one
-    CPU and no Chromium, the second node one CPU and the `chromium` resource. So the replay worker
-    can only run on the second node and the metric worker only on the head; pages and screenshots
-    cross between nodes through the object store. Scores equal the in-process run's, the manifest
-    counts both nodes, and the cluster outlives the run (the driver only disconnects)."""
+    CPU, one GPU slot and no Chromium, the second node one CPU and the `chromium` resource. So the
+    replay worker can only run on the second node and the metric worker, which claims the GPU, only
+    on the head; pages and screenshots cross between nodes through the object store. Scores equal
+    the in-process run's, the manifest counts both nodes, and the cluster outlives the run (the
+    driver only disconnects). The GPU is declared, not real: the claim and the placement are
+    tested, and the metric models fall back to the CPU (device "auto")."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    head = {"num_cpus": 1, "num_gpus": 1, "include_dashboard": False}
+    cluster = Cluster(initialize_head=True, head_node_args=head)
     try:
         cluster.add_node(num_cpus=1, resources={"chromium": 1})
         cluster.wait_for_nodes()
@@ -118,6 +121,7 @@ def test_joining_a_cluster_of_two_nodes_places_browsers_on_the_chromium_node(
         backend = _manifest(run)["backend"]
         assert isinstance(backend, dict) and backend["address"] == cluster.address and backend["nodes"] == 2
         assert backend["cluster_resources"]["chromium"] == 1  # type: ignore[index]
+        assert backend["metrics_on_gpu"] is True and backend["cluster_resources"]["GPU"] == 1  # type: ignore[index]
         assert not ray.is_initialized()
         ray.init(address=cluster.address)  # still up: the run did not stop somebody else's cluster
         assert len([n for n in ray.nodes() if n["Alive"]]) == 2
