@@ -150,8 +150,8 @@ class LimitSettings(BaseModel):
     """Metric batches computed at once."""
     metric_batch_pairs: int = Field(default=8, ge=1, le=256)
     """Most screenshot pairs one metric batch holds (a job's pairs are never split, so a batch
-    holds at least one job). On CPU a batch of 8 pairs is one to two minutes of OCR, so judgements
-    finish, and live means move, every minute or two; a GPU gains from larger batches (e.g. 32)."""
+    holds at least one job). Smaller batches hand values back sooner; a GPU gains from larger
+    ones (e.g. 32)."""
     judge_calls: int = Field(default=4, ge=1, le=256)
     """Judge-model requests at once."""
     model_calls: int = Field(default=4, ge=1, le=256)
