@@ -50,7 +50,7 @@ A complete run file (every key is optional; the values shown are the defaults)::
     device = "auto"
     cache = true                  # reuse metric values of identical screenshots across runs
     ocr_design = "ocr"            # registered metric designs behind OCR and image similarity
-    image_design = "dino"
+    image_design = "dino"         # (defaults: $IWR_OCR_DESIGN / $IWR_IMAGE_DESIGN when set)
 
     [limits]
     browser_pages = 2             # default: one per core (and per 1.5 GB free), 1 to 8
@@ -130,7 +130,7 @@ class RunConfig(BaseModel):
     """Generators: models or baselines."""
     judge: JudgeSettings = JudgeSettings()
     """Judges."""
-    metrics: MetricSettings = MetricSettings()
+    metrics: MetricSettings = Field(default_factory=MetricSettings)
     """Metric backends."""
     limits: LimitSettings = LimitSettings()
     """Concurrency limits."""

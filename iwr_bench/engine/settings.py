@@ -109,10 +109,20 @@ class MetricSettings(BaseModel):
     """Reuse metric values of identical screenshots across runs (keyed by backend and pixels)."""
     cache_dir: str = ""
     """Where that cache lives (default ``~/.cache/iwr-bench``)."""
-    ocr_design: str = "ocr"
-    """Registered metric design (``iwr judges list``) giving the OCR similarity."""
-    image_design: str = "dino"
-    """Registered metric design giving the image similarity (``dino``: DINOv2 or its substitute)."""
+    ocr_design: str = Field(default_factory=lambda: _design_default("IWR_OCR_DESIGN", "ocr"))
+    """Registered metric design (``iwr judges list``) giving the OCR similarity; default ``ocr``
+    (EasyOCR), or ``$IWR_OCR_DESIGN`` when set (``phash``: a cheap stand-in the tests use)."""
+    image_design: str = Field(default_factory=lambda: _design_default("IWR_IMAGE_DESIGN", "dino"))
+    """Registered metric design giving the image similarity; default ``dino`` (DINOv2 or its
+    substitute), or ``$IWR_IMAGE_DESIGN`` when set."""
+
+
+def _design_default(variable: str, builtin: str) -> str:
+    """A metric design's default: the environment variable when set, else the built-in one.
+
+    A run file or a command-line option still wins, and the run manifest records the design used.
+    """
+    return os.environ.get(variable, "").strip() or builtin
 
 
 def default_browser_pages(cores: int | None = None, memory_gb: float | None = None) -> int:

@@ -223,6 +223,10 @@ def build_metrics(
     }
     ocr, _ = build("metric", m.ocr_design, context=context)
     dino, _ = build("metric", m.image_design, context=context)
+    for metric, design, paper in ((ocr, m.ocr_design, "ocr"), (dino, m.image_design, "dino")):
+        if design != paper and not metric.backend.substitute:  # e.g. phash for OCR: not paper-comparable
+            metric.backend.substitute = True
+            metric.backend.note = metric.backend.note or f"the {design!r} design stands in for {paper!r}"
 
     def wrap(metric: PairMetric) -> PairMetric:
         timeout, per_pair = cfg.limits.metric_timeout_s, cfg.limits.metric_pair_timeout_s
