@@ -10,6 +10,7 @@ load starts and ends (the engine shows "loading metric models" while one runs).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -79,18 +80,24 @@ def browsers_done(done: bool = True) -> None:
 def sync_threads() -> None:
     """Apply :func:`metric_threads` if it changed since torch was last told (call before computing).
 
-    Cheap when nothing changed; the metric models call it on the thread that computes.
+    Cheap when nothing changed; the metric models call it on the thread that computes. It compares
+    with torch's own thread count, which other code in the process (a library, another test) may
+    have changed since.
     """
     global _threads_applied
     wanted = metric_threads()
-    if wanted == _threads_applied:
+    loaded_torch = sys.modules.get("torch")
+    # torch's own count, once torch is imported: other code in the process may have set it
+    current = loaded_torch.get_num_threads() if loaded_torch is not None else _threads_applied
+    if wanted == current:
+        _threads_applied = wanted
         return
     with _lock:
-        if wanted != _threads_applied:
-            import torch
+        import torch
 
+        if torch.get_num_threads() != wanted:
             torch.set_num_threads(wanted)
-            _threads_applied = wanted
+        _threads_applied = wanted
 
 
 def shared(key: Hashable, load: Callable[[], T]) -> T:
