@@ -13,6 +13,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import anyio.to_thread
+
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
 from iwr_bench.agents.judge.evaluate import scored_pairs
@@ -48,6 +50,7 @@ class OracleProver:
         with tempfile.TemporaryDirectory(prefix="iwr-proof-") as tmp:
             evidence = Path(tmp)
             replay = await executor.replay(task, task.folder / REFERENCE_DIR, evidence)
+            identical = await anyio.to_thread.run_sync(_pixel_identical, task, replay, evidence)
             scores: dict[int, float] = {}
             unscored: list[str] = []
             if visual:
@@ -63,7 +66,13 @@ class OracleProver:
             if score < self.min_visual
         ]
         ifs = replay.success_steps / replay.total_steps if replay.total_steps else 0.0
-        return OracleProof(ifs=ifs, checkpoint_scores=scores, failed_requests=failed, problems=problems)
+        return OracleProof(
+            ifs=ifs,
+            checkpoint_scores=scores,
+            pixel_identical=identical,
+            failed_requests=failed,
+            problems=problems,
+        )
 
     async def _checkpoint_scores(
         self, task: Task, replay: Replay, evidence: Path
@@ -88,6 +97,15 @@ class OracleProver:
                 for step in differing
             ]
         return {step: round(lvs(o, e), 4) for (step, _, _), o, e in zip(pairs, ocr, embed, strict=True)}, []
+
+
+def _pixel_identical(task: Task, replay: Replay, evidence: Path) -> dict[int, bool]:
+    """Whether each scored checkpoint's screenshot has exactly the recorded pixels, by step."""
+
+    def digest(path: Path) -> str:
+        return pixel_digest(as_image(path.read_bytes()))
+
+    return {step: digest(cp) == digest(evidence / shot) for step, cp, shot in scored_pairs(task, replay)}
 
 
 def _action_problems(task: Task, replay: Replay) -> list[str]:

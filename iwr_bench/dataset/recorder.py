@@ -155,6 +155,9 @@ class OracleProof(BaseModel):
     """IFS of the reference page, in [0, 1] (must be 1)."""
     checkpoint_scores: dict[int, float] = Field(default_factory=dict[int, float])
     """Visual score (LVS) of each checkpoint against its recording, by step."""
+    pixel_identical: dict[int, bool] = Field(default_factory=dict[int, bool])
+    """Whether each checkpoint's screenshot has exactly its recording's pixels, by step (no metric
+    model needed)."""
     failed_requests: list[str] = Field(default_factory=list[str])
     """Requests that failed (404) or that the sandbox blocked."""
     problems: list[str] = Field(default_factory=list[str])
