@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -49,6 +50,12 @@ def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if reuse:
         Path(reuse).mkdir(parents=True, exist_ok=True)
         return Path(reuse)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # One cache for all the workers of this session (SQLite in WAL mode takes parallel writers):
+        # the folder above each worker's base temp is the session's.
+        shared = tmp_path_factory.getbasetemp().parent / "metric-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("metric-cache")
 
 
@@ -59,9 +66,29 @@ def metric_cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     yield session_cache
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Runs built by the tests score text with the pHash stand-in, not EasyOCR (seconds a screenshot).
+
+    Set for the whole session, so fixtures of every scope and subprocesses see it; what a test
+    checks is the engine, a judge, the store or a report, not OCR values. Tests of what a run
+    scores with EasyOCR are marked ``real_metrics`` (see :func:`real_metrics`). Results label the
+    stand-in a substitute.
+    """
+    del config
+    os.environ["IWR_OCR_DESIGN"] = "phash"
+
+
+@pytest.fixture(autouse=True)
+def real_metrics(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked ``real_metrics`` runs with the default metric designs (EasyOCR)."""
+    if request.node.get_closest_marker("real_metrics") is not None:
+        monkeypatch.delenv("IWR_OCR_DESIGN", raising=False)
+
+
 @pytest.fixture(scope="session")
 def finished_run(tmp_path_factory: pytest.TempPathFactory, session_cache: Path) -> Path:
-    """A completed offline run of task 102 (oracle, screenshot, blank)."""
+    """A completed offline run of task 102 (oracle, screenshot, blank), text scored by the pHash
+    stand-in (see :func:`pytest_configure`)."""
     run = tmp_path_factory.mktemp("tui") / "run-102"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("IWR_BENCH_CACHE_DIR", str(session_cache))
@@ -89,3 +116,20 @@ async def fake(allow_requests: None) -> AsyncIterator[FakeOpenAI]:
     """A running fake OpenAI-compatible server; script it through ``fake.replies``."""
     async with serve(FakeOpenAI()) as server:
         yield server
+
+
+_SESSION_START = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Under ``make test``: how long each phase took, the tests' wall time included."""
+    phases = os.environ.get("IWR_TEST_PHASES")
+    if not phases:
+        return
+    times = dict(p.split("=", 1) for p in phases.split(",") if "=" in p)
+    times["tests"] = f"{time.monotonic() - _SESSION_START:.1f}"
+    total = sum(float(t) for t in times.values())
+    terminalreporter.section("phases of make test")
+    for name, took in times.items():
+        terminalreporter.write_line(f"{name:<10} {float(took):8.1f} s")
+    terminalreporter.write_line(f"{'total':<10} {total:8.1f} s")

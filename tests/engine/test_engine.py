@@ -14,6 +14,7 @@ import anyio
 import pytest
 from fake_openai import FakeOpenAI, Reply, serve
 from leftovers import survivors
+from patience import patient
 from run_store import done_jobs
 from suite_pages import reference_answer
 
@@ -34,8 +35,11 @@ def _scores(run_dir: Path) -> dict[str, tuple[float, ...]]:
         store.close()
 
 
+@pytest.mark.real_metrics
 def test_offline_demo_orders_the_baselines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``iwr run`` with no model: oracle > screenshot > blank on Final; screenshot looks right, works not."""
+    """``iwr run`` with no model: oracle > screenshot > blank on Final; screenshot looks right, works not.
+
+    With the demo's own metrics: EasyOCR and the labelled substitute for DINOv2."""
     run = tmp_path / "demo"
     assert main(["run", "--only", "102", "--out", str(run), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -52,7 +56,9 @@ def test_offline_demo_orders_the_baselines(tmp_path: Path, capsys: pytest.Captur
         manifest = store.manifest()
         assert manifest["models"] == ["oracle", "screenshot", "blank"]
         assert manifest["chromium"].startswith("Chromium")
-        assert manifest["metric_backends"][1]["substitute"] is True  # effnet-lite0 stands in for DINOv2
+        ocr, image = manifest["metric_backends"]
+        assert ocr["engine"].startswith("easyocr") and ocr["substitute"] is False
+        assert image["substitute"] is True  # effnet-lite0 stands in for DINOv2
         assert manifest["policies"] == {"judge_error": "fail", "undetermined": "pass"}
         events = list(store.iter_events())
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -82,11 +88,19 @@ def test_demo_runs_then_continues(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "oracle" in first.out and "Final" in first.out and "run completed" in first.err
     scores = _scores(run)
     assert len(scores) == 3
+    # The tests' text metric ($IWR_OCR_DESIGN=phash) is recorded, and labelled a substitute.
+    store = RunStore.open_run(run, readonly=True)
+    try:
+        ocr = store.manifest()["metric_backends"][0]
+    finally:
+        store.close()
+    assert (ocr["metric"], ocr["substitute"]) == ("phash", True)
+    assert "stands in for 'ocr'" in ocr["note"]
     started = time.perf_counter()
     assert main(["demo", "--out", str(run)]) == 0  # again: the same run, nothing redone
     again = capsys.readouterr()
     assert "continuing the demo run" in again.out and "run completed" in again.err
-    assert time.perf_counter() - started < 30
+    assert time.perf_counter() - started < patient(30)
     assert _scores(run) == scores
     # Continuing a finished run starts no browser and imports no torch (no metric model either).
     probe = (

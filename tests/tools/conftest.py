@@ -1,4 +1,4 @@
-"""Shared fixtures: one page pool (one Chromium) for the whole tools test session."""
+"""Shared fixtures: one page pool (one Chromium) per tools test module."""
 
 from __future__ import annotations
 
@@ -6,13 +6,22 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from patience import patient
 
 from iwr_bench.tools.models import Limits, SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
-TEST_LIMITS = Limits(
-    action_timeout=3.0, load_timeout=4.0, close_timeout=3.0, js_heap_mb=128, page_memory_mb=384
-)
+
+def tight_limits() -> Limits:
+    """Tight bounds, so hung pages fail fast: 3 s an action, 4 s a load on an idle machine
+    (longer on a busy one, see :mod:`patience`)."""
+    return Limits(
+        action_timeout=patient(3.0),
+        load_timeout=patient(4.0),
+        close_timeout=patient(3.0),
+        js_heap_mb=128,
+        page_memory_mb=384,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -20,9 +29,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 async def pool() -> AsyncIterator[PagePool]:
-    config = PoolConfig(size=2, limits=TEST_LIMITS, settle=SettleConfig(interval=0.05, max_wait=2.0))
+    """One pool per test module. (A session-scoped async fixture would keep an event loop open in
+    the test thread for the rest of the session, and a later test in the same worker that runs
+    ``iwr`` would fail with "Already running asyncio in this thread".)"""
+    config = PoolConfig(size=2, limits=tight_limits(), settle=SettleConfig(interval=0.05, max_wait=2.0))
     async with PagePool(config) as shared:
         yield shared
 

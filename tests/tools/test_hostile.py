@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from patience import patient
 
 from iwr_bench.tools.errors import PageFailure
 from iwr_bench.tools.models import Limits, PageSpec, SettleConfig
@@ -141,7 +142,9 @@ async def test_memory_bomb_is_stopped(pool: PagePool, write_page: Callable[..., 
 async def test_huge_dom_is_bounded(write_page: Callable[..., Path]) -> None:
     # Its own pool with room to build 50,000 buttons on a loaded machine; the bound under test is the
     # observation's size, not the load time (the shared pool's 4 s load limit failed under load).
-    limits = Limits(action_timeout=15.0, load_timeout=30.0, js_heap_mb=128, page_memory_mb=384)
+    limits = Limits(
+        action_timeout=patient(15.0), load_timeout=patient(30.0), js_heap_mb=128, page_memory_mb=384
+    )
     config = PoolConfig(size=1, limits=limits, settle=SettleConfig(interval=0.05, max_wait=2.0))
     async with PagePool(config) as pool:
         await _huge_dom(pool, write_page)
