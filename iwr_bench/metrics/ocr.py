@@ -7,7 +7,6 @@ import warnings
 from importlib.metadata import version
 from typing import Any
 
-import cv2
 import numpy as np
 from PIL import Image
 
@@ -94,6 +93,8 @@ def readtext_inputs(image: Image.Image) -> tuple[np.ndarray, np.ndarray]:
     level on half the pixels of coloured images), so the image goes through a lossless PNG and the
     same decoder; on the built-in suite's checkpoints that equals reading their files.
     """
+    import cv2  # with EasyOCR, which needs it; not at start-up
+
     colour = np.ascontiguousarray(np.asarray(image.convert("RGB")))
     ok, png = cv2.imencode(".png", cv2.cvtColor(colour, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 0])
     if not ok:  # pragma: no cover - OpenCV encodes any 8-bit RGB array
