@@ -104,7 +104,10 @@ async def problems(
     found: dict[int, list[str]] = {}
 
     async def judge(task_id: int) -> None:
-        found[task_id] = await _task_problems(pool, prover, task_id, work / str(task_id))
+        try:
+            found[task_id] = await _task_problems(pool, prover, task_id, work / str(task_id))
+        except Exception as exc:  # one task's crash fails that task's test, not every task's
+            found[task_id] = [f"judging the task raised {type(exc).__name__}: {exc}"]
 
     async with anyio.create_task_group() as tg:
         for task_id in sorted(TASKS):
