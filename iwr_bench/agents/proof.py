@@ -54,7 +54,7 @@ class OracleProver:
             scores: dict[int, float] = {}
             unscored: list[str] = []
             if visual:
-                scores, unscored = await self._checkpoint_scores(task, replay, evidence)
+                scores, unscored = await self._checkpoint_scores(task, replay, evidence, identical)
         failed = [e for e in replay.console_errors if e.startswith(FAILED_LOAD)]
         if replay.blocked_requests:
             failed.append(f"{replay.blocked_requests} request(s) blocked by the sandbox")
@@ -75,7 +75,7 @@ class OracleProver:
         )
 
     async def _checkpoint_scores(
-        self, task: Task, replay: Replay, evidence: Path
+        self, task: Task, replay: Replay, evidence: Path, identical: dict[int, bool]
     ) -> tuple[dict[int, float], list[str]]:
         """Scores by step; when a pair differs and the metrics cannot run here, a problem per such pair."""
         pairs = scored_pairs(task, replay)
@@ -86,11 +86,7 @@ class OracleProver:
             ocr = await self.ocr(images)
             embed = await self.embed(images)
         except (ImportError, EmbedderUnavailable) as exc:
-            differing = [
-                step
-                for (step, _, _), (a, b) in zip(pairs, images, strict=True)
-                if pixel_digest(a) != pixel_digest(b)
-            ]
+            differing = [step for step, same in identical.items() if not same]
             return {}, [
                 f"checkpoint step_{step} ({_after(task, step)}) is not pixel-identical to its recording "
                 f"and the visual metrics cannot run here ({type(exc).__name__}: {exc})"
