@@ -202,6 +202,11 @@ async def opened_generators(generators: dict[str, Generator]) -> AsyncGenerator[
         yield
 
 
+PAPER_DESIGNS = {"ocr": ("ocr", "ocr-torch"), "dino": ("dino",)}
+"""Metric designs that compute the paper's metric (any other design is labelled a substitute):
+``ocr`` runs EasyOCR's detector under OpenVINO, with the same boxes as ``ocr-torch`` (PyTorch)."""
+
+
 def build_metrics(
     cfg: RunConfig,
     limits: Limits,
@@ -224,7 +229,8 @@ def build_metrics(
     ocr, _ = build("metric", m.ocr_design, context=context)
     dino, _ = build("metric", m.image_design, context=context)
     for metric, design, paper in ((ocr, m.ocr_design, "ocr"), (dino, m.image_design, "dino")):
-        if design != paper and not metric.backend.substitute:  # e.g. phash for OCR: not paper-comparable
+        # e.g. phash for OCR: not paper-comparable
+        if design not in PAPER_DESIGNS[paper] and not metric.backend.substitute:
             metric.backend.substitute = True
             metric.backend.note = metric.backend.note or f"the {design!r} design stands in for {paper!r}"
 

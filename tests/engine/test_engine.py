@@ -36,6 +36,7 @@ def _scores(run_dir: Path) -> dict[str, tuple[float, ...]]:
 
 
 @pytest.mark.real_metrics
+@pytest.mark.timeout(900)  # real OCR on a slower CI machine: about 300 s there before OpenVINO
 def test_offline_demo_orders_the_baselines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``iwr run`` with no model: oracle > screenshot > blank on Final; screenshot looks right, works not.
 
