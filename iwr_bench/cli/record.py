@@ -30,11 +30,17 @@ def register(sub: Subparsers) -> None:
         default=0.98,
         help="lowest visual score a checkpoint of the oracle may get against its recording (default 0.98)",
     )
+    p.add_argument(
+        "--no-features",
+        action="store_true",
+        help="skip storing the checkpoints' OCR text and embedding (`iwr tasks prepare` can do it later)",
+    )
     p.set_defaults(func=cmd_record)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    """Record one task, prove it on its own oracle, then validate it."""
+    """Record one task, prove it on its own oracle, validate it, then store its checkpoints' features
+    (computed with a run's default metric designs)."""
     script = load_script(args.script)
     prover = OracleProver(min_visual=args.min_visual)
     config = RecordConfig(fps=args.fps)
@@ -49,7 +55,14 @@ def cmd_record(args: argparse.Namespace) -> int:
     print(f"recorded task {script.id} into {done.folder}: {counts}")
     if done.proof is not None:
         print(f"oracle: {describe(done.proof)}")
-    return 1 if any(p.severity == "error" for p in problems) else 0
+    if any(p.severity == "error" for p in problems):
+        return 1
+    if not args.no_features:
+        from iwr_bench.cli.prepare import prepare_features
+        from iwr_bench.engine.settings import MetricSettings
+
+        prepare_features([task], MetricSettings(), quiet=True)
+    return 0
 
 
 def describe(proof: OracleProof) -> str:

@@ -60,6 +60,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         "policies",
         "judges",
         "sessions",
+        "task_features",
     ):
         if key in manifest:
             console.print(f"{key}: {json.dumps(manifest[key])}")

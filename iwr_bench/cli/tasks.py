@@ -1,4 +1,4 @@
-"""``iwr tasks``: validate, list and fetch task sets in the official layout."""
+"""``iwr tasks``: validate, list, fetch and prepare task sets in the official layout."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iwr_bench.cli._common import Subparsers
+from iwr_bench.cli.prepare import add_metric_options, cmd_prepare
 from iwr_bench.dataset.fetch import DEFAULT_REPO, fetch_dataset
 from iwr_bench.dataset.layout import load_tasks
 from iwr_bench.dataset.summary import SuiteTotals, TaskSummary
@@ -18,7 +19,7 @@ from iwr_bench.dataset.validate import validate
 
 
 def register(sub: Subparsers) -> None:
-    """Add ``iwr tasks validate|list|fetch``."""
+    """Add ``iwr tasks validate|list|fetch|prepare``."""
     tasks = sub.add_parser("tasks", help="validate, list or download task sets")
     tsub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
 
@@ -40,6 +41,16 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--repo", default=DEFAULT_REPO, help=f"hub dataset id (default {DEFAULT_REPO})")
     p.add_argument("--revision", default=None, help="branch, tag or commit")
     p.set_defaults(func=cmd_fetch)
+
+    p = tsub.add_parser(
+        "prepare", help="compute each checkpoint's OCR text and embedding once and store them with the task"
+    )
+    p.add_argument(
+        "dataset", help="dataset root, .jsonl file or one task folder; `builtin`: the built-in suite"
+    )
+    add_metric_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_prepare)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -10,6 +10,10 @@ callers spent queued). With a :class:`~iwr_bench.engine.deadlines.Background` th
 task of its own: its callers stop waiting at the deadline (their jobs fail as ``timeout``) even
 when the metric is stuck in a worker thread, which cannot be cancelled and finishes on its own;
 a caller that is cancelled (its job timed out) leaves the other callers' batch running.
+
+With :attr:`BatchingMetric.progress` set (the engine's
+:class:`~iwr_bench.engine.metric_progress.DesignTally`), each request's images are counted when
+it arrives and moved along as its batch starts and ends, for the metric stage's progress.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -26,6 +30,9 @@ from iwr_bench.engine.deadlines import Background, StepTimeout, bounded_step, qu
 from iwr_bench.engine.limits import NamedLimit
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.pair import Pair, PairMetric
+
+if TYPE_CHECKING:
+    from iwr_bench.engine.metric_progress import BatchStart, DesignTally, Work
 
 T = TypeVar("T")
 
@@ -37,6 +44,8 @@ class _Request:
     values: list[float] | None = None
     error: BaseException | None = None
     batch: _Batch | None = None
+    work: Work | None = None
+    """Its images, as the progress tally counted them."""
 
 
 @dataclass(eq=False)
@@ -58,6 +67,11 @@ class _Batch:
                 r.done.set()
             start += n
         self.finished.set()
+
+    @property
+    def works(self) -> list[Work | None]:
+        """The images of its requests."""
+        return [r.work for r in self.requests]
 
 
 class BatchingMetric:
@@ -86,6 +100,8 @@ class BatchingMetric:
         self.pair_timeout = pair_timeout
         """Extra time per pair: a full batch on a busy machine takes far longer than a small one."""
         self.background = background
+        self.progress: DesignTally | None = None
+        """Counts the images that go through (set by the engine; None: not counted)."""
         self._pending: list[_Request] = []
         self.batches = 0
         self.pairs = 0
@@ -110,6 +126,8 @@ class BatchingMetric:
         if not pairs:
             return []
         request = _Request(list(pairs))
+        if self.progress is not None:
+            request.work = await self.progress.submitted(request.pairs)
         self._pending.append(request)
         try:
             while not request.done.is_set():
@@ -125,6 +143,8 @@ class BatchingMetric:
         finally:
             if request in self._pending:  # a cancelled caller withdraws what was not started
                 self._pending.remove(request)
+                if self.progress is not None:
+                    self.progress.dropped(request.work)
         if request.error is not None:
             raise request.error
         assert request.values is not None
@@ -163,15 +183,25 @@ class BatchingMetric:
 
     async def _compute(self, batch: _Batch) -> None:
         pairs = [p for r in batch.requests for p in r.pairs]
+        progress = self.progress
+        started: BatchStart | None = progress.started(batch.works) if progress is not None else None
         try:
             with self.timer():
                 values = await self.inner(pairs)
         except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
             batch.settle(None, exc)
+            if progress is not None:
+                progress.finished(batch.works, ok=False)
             return
+        except BaseException:
+            if progress is not None:  # cancelled: its requests wait again (or time out)
+                progress.requeued(batch.works)
+            raise
         self.batches += 1
         self.pairs += len(pairs)
         batch.settle(values, None)
+        if progress is not None:
+            progress.finished(batch.works, ok=True, started=started)
 
     async def _run_batch(self) -> None:
         batch = self._take()
@@ -203,3 +233,5 @@ class BatchingMetric:
         if not batch.finished.is_set():
             self.timeouts += 1
             batch.settle(None, StepTimeout(self.step, batch.seconds))
+            if self.progress is not None:
+                self.progress.finished(batch.works, ok=False)

@@ -177,6 +177,68 @@ class MetricComputed(_Event):
     """Backend label; substitutes say so."""
 
 
+class DesignProgress(BaseModel):
+    """One metric design's images in the metric stage of this session (see
+    :mod:`iwr_bench.engine.metric_progress` for what counts as an image)."""
+
+    metric: str
+    """The role it fills: ocr or dino."""
+    done: int = 0
+    """Images measured."""
+    skipped: int = 0
+    """Images that needed no work: cached values, pixel-identical pairs, images already counted."""
+    left: int = 0
+    """Images waiting for a metric worker or being measured."""
+    running: int = 0
+    """Of ``left``, the images in batches being measured now."""
+    failed: int = 0
+    """Images whose batch failed or timed out."""
+    rate: float | None = None
+    """Images per second over the recent batches (None before one finished)."""
+    eta_s: float | None = None
+    """Seconds until ``left`` is done at ``rate`` (None while unknown)."""
+
+
+class MetricProgress(_Event):
+    """Images through the metric stage so far: at most one a second, and one at the run's end."""
+
+    kind: Literal["metric_progress"] = "metric_progress"
+    designs: list[DesignProgress] = Field(default_factory=list[DesignProgress])
+    """Per metric design."""
+    eta_s: float | None = None
+    """Seconds until every design's ``left`` is done (None while any is unknown)."""
+
+    @property
+    def done(self) -> int:
+        """Images measured or skipped."""
+        return sum(d.done + d.skipped for d in self.designs)
+
+    @property
+    def skipped(self) -> int:
+        """Images that needed no work."""
+        return sum(d.skipped for d in self.designs)
+
+    @property
+    def left(self) -> int:
+        """Images still to measure."""
+        return sum(d.left for d in self.designs)
+
+    @property
+    def running(self) -> int:
+        """Images being measured now."""
+        return sum(d.running for d in self.designs)
+
+    @property
+    def failed(self) -> int:
+        """Images whose batch failed."""
+        return sum(d.failed for d in self.designs)
+
+    @property
+    def total(self) -> int:
+        """Every image counted: done, left and failed."""
+        return self.done + self.left + self.failed
+
+
 class StageFinished(_Event):
     """One stage of a (task, model) pair ended: generate, replay, metrics, rubric or record."""
 
@@ -226,6 +288,7 @@ Event = Annotated[
     | AssertionVerdictEvent
     | EngineStatus
     | MetricComputed
+    | MetricProgress
     | StageFinished
     | LimitOccupancy
     | FailureEvent,

@@ -5,7 +5,10 @@ Both say what the engine is doing between job events (``EngineStatus``: loading 
 metrics queue) and when judge calls wait for their model: the live table in its caption, under a
 clock that runs on its own; the plain lines as ``[engine] ...`` when it changes (the metrics queue
 at most every 10 s; a wait for the judge model, which no event announces, from a ticker thread
-every 10 s while it lasts).
+every 10 s while it lasts). Both show the metric stage's progress (``MetricProgress``: images done
+and left, each design's rate, the ETA): the live table in its caption while images are left, the
+plain lines as ``[metrics] ...`` (the first, the first with an ETA, then at most every 10 s, and
+the last at the run's end).
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ from iwr_bench.engine.events import (
     JudgeDelta,
     JudgeRetry,
     JudgeToolCall,
+    MetricProgress,
+    RunFinished,
     RunStarted,
 )
+from iwr_bench.engine.metric_progress import summary
 
 WAITING_S = 2.0
 """A judge call with no word from its model for this long counts as waiting for it."""
@@ -63,6 +69,8 @@ class ProgressState:
         """What the engine is busy with, by key."""
         self.calls: dict[str, float] = {}
         """Open judge calls: monotonic time of the latest word from their model."""
+        self.metrics: MetricProgress | None = None
+        """The metric stage's latest progress."""
 
     def apply(self, event: Event) -> None:
         """Fold one event in."""
@@ -93,6 +101,8 @@ class ProgressState:
                 self.statuses.pop(event.key, None)
             else:
                 self.statuses[event.key] = event.text
+        elif isinstance(event, MetricProgress):
+            self.metrics = event
         elif isinstance(event, FailureEvent) and event.job:
             model = event.job.split("/")[-1]
             self.models.setdefault(model, ModelProgress()).failures += 1
@@ -116,9 +126,12 @@ class ProgressState:
         return f"waiting for the judge model ({calls}, longest {max(waits):.0f} s)"
 
     def activity(self) -> list[str]:
-        """What the engine is doing: its statuses, and judge calls waiting for their model."""
+        """What the engine is doing: its statuses, the metric stage while images are left, and
+        judge calls waiting for their model."""
         waiting = self.waiting()
-        return [*self.statuses.values(), *([waiting] if waiting else [])]
+        m = self.metrics
+        metrics = [f"metrics: {summary(m, time.time())}"] if m is not None and m.left else []
+        return [*self.statuses.values(), *metrics, *([waiting] if waiting else [])]
 
     def table(self) -> Table:
         """The rich table."""
@@ -177,6 +190,8 @@ class PlainProgress:
     """Seconds between two lines about the metrics queue."""
     WAIT_EVERY_S = 10.0
     """Seconds between two lines about judge calls waiting for their model."""
+    METRICS_EVERY_S = 10.0
+    """Seconds between two lines about the metric stage's progress."""
 
     def __init__(self, stream: TextIO | None = None, *, tick_s: float = 1.0) -> None:
         self.state = ProgressState()
@@ -187,6 +202,8 @@ class PlainProgress:
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
         self._wait_said = -float("inf")
+        self._metrics_said: tuple[str, float, bool] | None = None
+        """The latest ``[metrics]`` line, when it was said, and whether it had an ETA."""
 
     def tick(self) -> None:
         """Say that judge calls wait for their model (no event marks a silence, so this polls)."""
@@ -215,12 +232,31 @@ class PlainProgress:
         self._said[event.key] = (event.text, now)
         print(f"[engine] {event.text}", file=self.stream, flush=True)
 
+    def _metrics(self, event: MetricProgress | None, *, last: bool = False) -> None:
+        """Say the metric stage's progress: the first line, the first with an ETA, then at most every
+        ``METRICS_EVERY_S``; ``last`` (the run ended) says the latest if it was not said."""
+        if event is None:
+            return
+        text, now = summary(event), time.monotonic()
+        known = event.eta_s is not None and event.left > 0
+        said = self._metrics_said
+        if said is not None and text == said[0]:
+            return
+        if not (said is None or last or (known and not said[2]) or now - said[1] >= self.METRICS_EVERY_S):
+            return
+        self._metrics_said = (text, now, known or (said is not None and said[2]))
+        print(f"[metrics] {text}", file=self.stream, flush=True)
+
     def __call__(self, event: Event) -> None:
         """Subscriber."""
         with self._lock:
             self.state.apply(event)
         if isinstance(event, EngineStatus):
             self._status(event)
+        if isinstance(event, MetricProgress):
+            self._metrics(event)
+        if isinstance(event, RunFinished):
+            self._metrics(self.state.metrics, last=True)
         if isinstance(event, JobFinished) and event.status != "skipped":
             p = self.state.models.get(event.model, ModelProgress())
             what = "generated" if event.stage == "gen" else "judged"

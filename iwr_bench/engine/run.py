@@ -48,6 +48,7 @@ from iwr_bench.engine.layout import RunLayout, replace_session
 from iwr_bench.engine.lifecycle import Recorder, run_folder_error
 from iwr_bench.engine.limits import Limits, OccupancyReporter
 from iwr_bench.engine.lock import RunLock
+from iwr_bench.engine.metric_progress import MetricProgressReporter
 from iwr_bench.engine.records import INFRA_FAILURES, RunOutcome
 from iwr_bench.engine.setup import (
     GeneratorFactory,
@@ -65,6 +66,7 @@ from iwr_bench.engine.stages import PairStages
 from iwr_bench.engine.status import StatusReporter
 from iwr_bench.engine.store import STORE_NAME, RunFolderError, RunStore
 from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_score
+from iwr_bench.engine.task_features import TaskFeatureUse, seed_task_features
 from iwr_bench.engine.watch import Watchdog
 from iwr_bench.errors import UserError
 from iwr_bench.registry import load_plugins
@@ -130,6 +132,10 @@ class Engine:
         """Streamed judge text, published every 100 ms or 1 KB per job instead of per token."""
         self.status = StatusReporter(lambda event: self.bus.publish(event))
         """What the engine is busy with between job events (model loads, the metrics queue)."""
+        self.metric_progress = MetricProgressReporter(lambda event: self.bus.publish(event))
+        """Images through the metric stage, their rate and ETA (an event a second at most)."""
+        self.task_features = TaskFeatureUse()
+        """Reference images the tasks' stored features offered and served (the manifest records it)."""
         self._ticks = 0
         self._lock = lock
         self._own_lock = lock is None
@@ -225,7 +231,10 @@ class Engine:
     def _metrics(self) -> VisualMetrics:
         assert self.limits is not None
         timer = lambda: self.clock.work(StageName.metrics)  # noqa: E731 - the batches' clock
-        return self.backend.metrics(self.config, self.limits, timer, self.background, self.judges.rubric)
+        metrics = self.backend.metrics(self.config, self.limits, timer, self.background, self.judges.rubric)
+        self.task_features = seed_task_features(metrics, self.tasks, self.config.metrics)
+        self.metric_progress.attach(metrics)
+        return metrics
 
     def _pool(self) -> PoolConfig:
         return self._pool_config or pool_config(self.config)
@@ -242,7 +251,8 @@ class Engine:
             self.judges,
             self._factory.manifest(),
         )
-        return {**manifest, "backend": self.backend.describe()}
+        features = self.task_features.describe()
+        return {**manifest, "backend": self.backend.describe(), "task_features": features}
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -250,6 +260,7 @@ class Engine:
         while True:
             await anyio.sleep(0.1)
             self._text.flush_due()
+            self.metric_progress.flush_due()
             self._ticks += 1
             if self._ticks % 5 == 0 and self.limits is not None:
                 self._occupancy.flush(self.limits.all())
@@ -285,9 +296,11 @@ class Engine:
         for limit in self.limits.all():
             limit.reset_clock()
         self.status.start()
+        self.metric_progress.start()
         try:
             return await self._run()
         finally:
+            self.metric_progress.stop()
             self.status.stop()
             if self._own_lock:
                 self.release_lock()
@@ -349,7 +362,10 @@ class Engine:
         wall = time.perf_counter() - started
         try:
             self._text.flush()
+            self.metric_progress.flush()
             self._occupancy.flush(self.limits.all())
+            if self.task_features.roles:  # this session built metrics: what the task features served
+                self.store.set_manifest({"task_features": self.task_features.describe()})
             self.bus.publish(RunFinished(status=status, wall_s=round(wall, 3), message=message))  # type: ignore[arg-type]
             self.store.set_meta("status", status)
             await anyio.to_thread.run_sync(self.store.flush)  # every queued write is in the store

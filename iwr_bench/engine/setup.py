@@ -41,6 +41,7 @@ from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.jobs import record_digest
 from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.limits import LimitedCaller, Limits
+from iwr_bench.engine.settings import MetricSettings
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
@@ -207,6 +208,39 @@ PAPER_DESIGNS = {"ocr": ("ocr", "ocr-torch"), "dino": ("dino",)}
 ``ocr`` runs EasyOCR's detector under OpenVINO, with the same boxes as ``ocr-torch`` (PyTorch)."""
 
 
+def metric_store(m: MetricSettings) -> MetricCache:
+    """The store a run's metrics share: the persistent cache, or (``cache = false``) one that keeps
+    nothing across runs; either answers first with values seeded from task features."""
+    return MetricCache.default(m.cache_dir or None) if m.cache else MetricCache.memory()
+
+
+def metric_designs(m: MetricSettings, store: MetricCache | None = None) -> tuple[PairMetric, PairMetric]:
+    """The OCR and the image design of ``m``, as a run builds them (so their backends, and the
+    namespaces their values are kept under, are the run's), each labelled a substitute when it is
+    not the paper's.
+
+    Builds no model: models load when a value is first missing from the store.
+
+    Raises:
+        UserError: an unknown design or options that do not fit.
+    """
+    context: dict[str, Any] = {
+        "device": m.device,
+        "cache_dir": (m.cache_dir or "") if m.cache else None,
+        "model": m.dino,
+        "fallback": "effnet-lite0" if m.dino_fallback else None,
+        "store": store,
+    }
+    ocr, _ = build("metric", m.ocr_design, context=context)
+    dino, _ = build("metric", m.image_design, context=context)
+    for metric, design, paper in ((ocr, m.ocr_design, "ocr"), (dino, m.image_design, "dino")):
+        # e.g. phash for OCR: not paper-comparable
+        if design not in PAPER_DESIGNS[paper] and not metric.backend.substitute:
+            metric.backend.substitute = True
+            metric.backend.note = metric.backend.note or f"the {design!r} design stands in for {paper!r}"
+    return ocr, dino
+
+
 def build_metrics(
     cfg: RunConfig,
     limits: Limits,
@@ -216,27 +250,16 @@ def build_metrics(
 ) -> VisualMetrics:
     """The run's metrics: each design cached (across runs) and batched under the metric-workers limit.
 
-    Builds no model: models load when a value is first missing from the cache.
+    The designs and the pair cache share one store (:func:`metric_store`), into which the engine
+    seeds the tasks' stored features (:mod:`iwr_bench.engine.task_features`). Builds no model:
+    models load when a value is first missing from the cache.
     """
-    m = cfg.metrics
-    cache = MetricCache.default(m.cache_dir or None) if m.cache else None
-    context: dict[str, Any] = {
-        "device": m.device,
-        "cache_dir": (m.cache_dir or "") if m.cache else None,
-        "model": m.dino,
-        "fallback": "effnet-lite0" if m.dino_fallback else None,
-    }
-    ocr, _ = build("metric", m.ocr_design, context=context)
-    dino, _ = build("metric", m.image_design, context=context)
-    for metric, design, paper in ((ocr, m.ocr_design, "ocr"), (dino, m.image_design, "dino")):
-        # e.g. phash for OCR: not paper-comparable
-        if design not in PAPER_DESIGNS[paper] and not metric.backend.substitute:
-            metric.backend.substitute = True
-            metric.backend.note = metric.backend.note or f"the {design!r} design stands in for {paper!r}"
+    store = metric_store(cfg.metrics)
+    ocr, dino = metric_designs(cfg.metrics, store)
 
     def wrap(metric: PairMetric) -> PairMetric:
         timeout, per_pair = cfg.limits.metric_timeout_s, cfg.limits.metric_pair_timeout_s
-        cached = CachedMetric(metric, cache)
+        cached = CachedMetric(metric, store)
         return BatchingMetric(
             cached,
             limits.metric,

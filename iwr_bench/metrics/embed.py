@@ -98,7 +98,11 @@ def pair_cosines(
     if not refs:
         return []
     emb = embedder.embed([*refs, *cands])
-    a, b = emb[: len(refs)], emb[len(refs) :]
+    return row_cosines(emb[: len(refs)], emb[len(refs) :])
+
+
+def row_cosines(a: np.ndarray, b: np.ndarray) -> list[float]:
+    """Cosine of each pair of unit rows of ``a`` and ``b``, clipped to [0, 1]."""
     return [float(np.clip(x, 0.0, 1.0)) for x in np.sum(a * b, axis=1)]
 
 

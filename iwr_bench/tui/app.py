@@ -5,7 +5,8 @@ four views, switched with keys shown in the footer, each a widget of its own in
 :mod:`iwr_bench.tui.widgets`:
 
 - Overview: per model, generated / judged / total with a bar, running mean IFS, VFS and Final,
-  failures by class and cost; run throughput and ETA; occupancy of every named limit.
+  failures by class and cost; run throughput and ETA; the metric stage's images done and left,
+  rate and ETA; occupancy of every named limit.
 - Jobs: every (task, model) pair with status, step i/k, scores and failure; sortable (``s``)
   and filterable (``/``); Enter opens a job.
 - Job detail: the trajectory with verdicts; the judge panel (each judge call its own block, its
@@ -40,6 +41,7 @@ from iwr_bench.tui.widgets.detail import DetailView
 from iwr_bench.tui.widgets.jobs import JobsView
 from iwr_bench.tui.widgets.judge_panel import JudgePanel
 from iwr_bench.tui.widgets.leaderboard import LeaderboardView
+from iwr_bench.tui.widgets.metrics import MetricsPanel
 from iwr_bench.tui.widgets.overview import OverviewView
 from iwr_bench.tui.widgets.status import StatusBar
 
@@ -252,8 +254,16 @@ class RunApp(App[None]):
     # -- drawing ----------------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Update the status bar: its clock runs whether or not events come."""
-        self.query_one(StatusBar).show(self.state, self.clock(), following=self.following)
+        """Update the status bar and the metric stage's ETA: they count whether or not events come."""
+        now = self.clock()
+        self.query_one(StatusBar).show(self.state, now, following=self.following)
+        if not self.following:
+            return
+        try:
+            if self.view == "overview":
+                self.query_one(MetricsPanel).show(self.state, now)
+        except NoMatches:  # not composed yet: the next tick draws it
+            return
 
     def redraw(self, force: bool = False) -> None:
         """Redraw the current view if anything changed (always with ``force``)."""

@@ -1,10 +1,11 @@
 """What the terminal UI shows, folded from a run's events (no Textual here, so it is easy to test).
 
 :class:`RunState` applies events one by one (:meth:`RunState.apply`) and keeps only what the
-views need: per-model progress and running means, per-job rows, the limits' occupancy, and for
-each job the trajectory with verdicts, the judge's recent streamed text and tool calls, and the
-latest screenshot beside its reference checkpoint. Everything is bounded, so a run with
-thousands of jobs and millions of streamed tokens keeps a small, constant footprint per job.
+views need: per-model progress and running means, per-job rows, the limits' occupancy, the
+metric stage's progress, and for each job the trajectory with verdicts, the judge's recent
+streamed text and tool calls, and the latest screenshot beside its reference checkpoint.
+Everything is bounded, so a run with thousands of jobs and millions of streamed tokens keeps a
+small, constant footprint per job.
 """
 
 from __future__ import annotations
@@ -35,10 +36,12 @@ from iwr_bench.engine.events import (
     JudgeToolCall,
     LimitOccupancy,
     MetricComputed,
+    MetricProgress,
     RunFinished,
     RunStarted,
     StageFinished,
 )
+from iwr_bench.engine.metric_progress import eta_text
 
 STREAM_CHARS = 4000
 """Characters of one judge call's streamed prose kept (the most recent)."""
@@ -287,6 +290,8 @@ class RunState:
     """What the engine is busy with, by key (loading metric models, the metrics queue)."""
     dirty: set[str] = field(default_factory=set[str])
     """Keys of jobs changed since the UI last looked (it clears this)."""
+    metrics: MetricProgress | None = None
+    """The metric stage's latest progress (images done and left, rates, ETA)."""
 
     def job(self, task_id: int, model: str) -> JobView:
         """The pair's row, created on first sight."""
@@ -422,6 +427,8 @@ class RunState:
                 limit.capacity, limit.in_use, limit.waiting = event.capacity, event.in_use, event.waiting
             case MetricComputed():
                 self.backends.add(event.backend)
+            case MetricProgress():
+                self.metrics = event
             case FailureEvent():
                 if view is not None:
                     view.failure, view.message = event.failure, event.message
@@ -480,6 +487,9 @@ class RunState:
     def activity(self, now: float) -> str:
         """What the engine is doing, for the status line, when events say so (else "")."""
         parts = list(self.statuses.values())
+        m = self.metrics
+        if m is not None and m.left and self.status == "running":
+            parts.append(f"metrics {m.done}/{m.total} images, {eta_text(m, now)}")
         waiting = [
             (job, c)
             for job in self.jobs.values()

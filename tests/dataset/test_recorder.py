@@ -22,6 +22,7 @@ from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
 from iwr_bench.agents.judge.executor import Executor
 from iwr_bench.agents.proof import OracleProver
 from iwr_bench.cli import main
+from iwr_bench.dataset.features import load_features
 from iwr_bench.dataset.frames import probe_video, sample_frames
 from iwr_bench.dataset.layout import load_tasks
 from iwr_bench.dataset.recorder import Recorded, RecordError, record, upsert_record
@@ -323,6 +324,24 @@ def test_script_errors_are_user_errors(tmp_path: Path, capsys: pytest.CaptureFix
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
     assert main(["record", str(tmp_path), str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o")]) == 2
     assert "a Click action needs record.selector" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+async def test_record_stores_the_checkpoints_features_with_the_task(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``iwr record`` computes each checkpoint's features with a run's default designs (here, as in
+    every test, the pHash stand-in for OCR, which keeps none, and the image design's substitute)."""
+    site, script = _site(tmp_path / "site"), _script(tmp_path / "script.yaml")
+    argv = ["record", str(site), str(script), "--out", str(tmp_path / "out")]
+    assert await anyio.to_thread.run_sync(main, argv) == 0  # its own event loop, on a thread
+    assert "for 4 checkpoint(s) of 1 task(s)" in capsys.readouterr().out
+    task = load_tasks(tmp_path / "out").by_id(7)
+    stored = load_features(task, tmp_path / "cache")
+    [entry] = stored.backends.values()
+    assert entry.backend.metric == "dino" and set(entry.values) == {"embedding"}
+    assert set(entry.values["embedding"]) == {c.digest for c in stored.checkpoints.values()}
+    assert len(stored.checkpoints) == 4
 
 
 def test_upsert_replaces_by_id_and_keeps_others(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -113,6 +114,7 @@ async def test_navigating_a_finished_run(finished_run: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(pilot, lambda: app.state.status == "completed")
         assert "completed" in _text(app, "#runline")
+        assert re.search(r"(\d+)/\1 images done.*, 0 left", _text(app, "#metrics"))  # the metric stage
         models = app.query_one("#models", DataTable)
         assert models.row_count == 3
         await pilot.press("j")

@@ -1,4 +1,5 @@
-"""The overview: per model progress and running means, the run's pace, the named limits."""
+"""The overview: per model progress and running means, the run's pace, the metric stage's progress,
+the named limits."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from textual.widgets import DataTable, Static
 
 from iwr_bench.tui.state import RunState
 from iwr_bench.tui.widgets.common import bar, counts, duration, pct
+from iwr_bench.tui.widgets.metrics import MetricsPanel
 
 
 class OverviewView(Vertical):
-    """Models, pace and limits."""
+    """Models, pace, metric progress and limits."""
 
     def compose(self) -> ComposeResult:
-        """The run line and two tables."""
+        """The run line, the metric stage's progress and two tables."""
         yield Static(id="runline")
+        yield MetricsPanel(id="metrics")
         yield DataTable(id="models", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="limits", cursor_type="none")
 
@@ -38,6 +41,7 @@ class OverviewView(Vertical):
         if s.message:
             line += f"\n{s.message}"
         self.query_one("#runline", Static).update(line)
+        self.query_one(MetricsPanel).show(s, now)
         models = self.query_one("#models", DataTable)
         models.clear()
         for m in s.models.values():

@@ -1,0 +1,20 @@
+"""Small datasets made of built-in tasks, for tests that need real checkpoints."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from iwr_bench.engine.setup import builtin_suite
+
+
+def sample_copy(dest: Path, ids: tuple[int, ...] = (101, 102)) -> Path:
+    """The built-in tasks ``ids`` copied into ``dest`` (official layout)."""
+    suite = builtin_suite()
+    lines = [ln for ln in suite.read_text().splitlines() if ln.strip() and json.loads(ln)["id"] in ids]
+    (dest / "data").mkdir(parents=True)
+    (dest / "data.jsonl").write_text("\n".join(lines) + "\n")
+    for task_id in ids:
+        shutil.copytree(suite.parent / "data" / str(task_id), dest / "data" / str(task_id))
+    return dest
