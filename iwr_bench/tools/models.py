@@ -293,6 +293,59 @@ class PageState(BaseModel):
     unavailable)."""
 
 
+class Frame(BaseModel):
+    """What draws around one box: its border, outline, shadow and background colours ("r,g,b")."""
+
+    border: str | None = None
+    """Colour of its first visible border side."""
+    outline: str | None = None
+    """Colour of its outline, when it has one."""
+    shadow: str | None = None
+    """Colour of its first box shadow."""
+    bg: str | None = None
+    """Its own background colour (None: transparent)."""
+    width: float = 0.0
+    """Top border width in px."""
+
+
+class PartLook(BaseModel):
+    """An inline part of a block with an element of its own (a badge, a pill, a struck word)."""
+
+    text: str
+    """Its visible text."""
+    label: str = ""
+    """Its tag, id, classes and naming attributes."""
+    look: RunLook
+    """How it looks (its own frame only)."""
+
+
+class RunLook(BaseModel):
+    """How a block of text looks: what the offline judge checks claims about looks against."""
+
+    color: str | None = None
+    """Text colour, "r,g,b" (None: transparent)."""
+    bg: str = "255,255,255"
+    """The background it sits on (the nearest opaque one up its ancestors)."""
+    strike: bool = False
+    """Drawn struck through (its own or an ancestor's ``text-decoration``)."""
+    frames: list[Frame] = []
+    """The block's frame, then its three nearest ancestors' (nearest first)."""
+    on: bool | None = None
+    """State of the toggle it belongs to (a checkbox, radio, ``aria-checked``/``pressed``/``selected``)."""
+    size: float = 0.0
+    """Font size in px."""
+    weight: int = 400
+    """Font weight."""
+    parts: list[PartLook] = []
+    """Inline parts with an element of their own, in order (up to eight)."""
+    marks: list[Frame] = []
+    """Small textless shapes in the block or its short row (a switch's track, a tick box, a dot),
+    up to two: what shows a setting's state when the page keeps it in no ARIA attribute."""
+
+
+PartLook.model_rebuild()
+
+
 class TextRun(BaseModel):
     """Text a person can see in one block of the page (an element and its inline descendants)."""
 
@@ -315,6 +368,8 @@ class TextRun(BaseModel):
     """Index (from ``observe``) of the interactive element that holds this text. Only in a text snapshot."""
     state: str | None = None
     """That element's state when it has one (``checked``, ``disabled``, ``expanded=true``)."""
+    look: RunLook | None = None
+    """How the block looks (colours, line-through, frames, toggle state, size)."""
 
 
 class VisibleText(BaseModel):
@@ -326,6 +381,8 @@ class VisibleText(BaseModel):
     """The on-screen runs' texts joined by newlines."""
     truncated: bool = False
     """True when the page held more text than the limits."""
+    background: str | None = None
+    """The page's background colour ("r,g,b": the body's, else the root's, else white)."""
 
 
 class TextSnapshot(BaseModel):

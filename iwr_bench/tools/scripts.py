@@ -373,9 +373,14 @@ _VISIBLE_TEXT = r"""
   const meet = (a, b) => ({ left: Math.max(a.left, b.left), top: Math.max(a.top, b.top),
                             right: Math.min(a.right, b.right), bottom: Math.min(a.bottom, b.bottom) });
   const big = (c, r) => c.right - c.left >= Math.min(2, r.width) && c.bottom - c.top >= r.height * 0.5;
+  // The body's overflow belongs to the viewport when the root's is visible (CSS overflow
+  // propagation): then the body itself clips nothing, whatever its computed style says.
+  const rootStyle = style(document.documentElement);
+  const bodyPropagates = rootStyle.overflowX === 'visible' && rootStyle.overflowY === 'visible';
   const clips = (el, r) => {  // r cut by hidden overflow (for good) and by scrollers and the viewport
     let kept = { left: r.left, top: r.top, right: r.right, bottom: r.bottom }, seen = kept;
     for (let a = el.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+      if (a === body && bodyPropagates) continue;
       const s = style(a);
       const x = s.overflowX !== 'visible' || s.clip !== 'auto';
       const y = s.overflowY !== 'visible' || s.clip !== 'auto';
@@ -520,11 +525,114 @@ _VISIBLE_TEXT = r"""
         run.b = grow(run.b, box || off);
       }
       run.text += raw;
+      if (el !== owner) {  // an inline part with a look of its own (a badge, a pill, a struck word)
+        if (!run.parts) run.parts = new Map();
+        const part = run.parts.get(el);
+        if (part) part.text += raw;
+        else if (run.parts.size < 8) run.parts.set(el, { text: raw });
+      }
     }
     if (ANNOTATE) annotate(runs, onTop);
   } finally {
     document.adoptedStyleSheets = sheets;
   }
+  // How each block looks, for claims about looks ("turns green", "is struck through", "is
+  // outlined", "is ticked"): its ink, the background it sits on, line-through (drawn by an
+  // ancestor's text-decoration too), the frames (border, outline, shadow, own background) of the
+  // block and its three nearest ancestors, and the on/off state of a toggle it belongs to.
+  const rgb = (c) => {
+    if (alpha(c) < 0.35) return null;
+    const m = c.match(/rgba?\(([^)]*)\)/);
+    if (!m) return null;
+    const parts = m[1].split(/[\s,\/]+/).filter(Boolean).slice(0, 3);
+    return parts.map((v) => Math.round(parseFloat(v))).join(',');
+  };
+  const firstColour = (shadow) => {
+    const m = shadow && shadow !== 'none' ? shadow.match(/rgba?\([^)]*\)/) : null;
+    return m ? rgb(m[0]) : null;
+  };
+  const toggleOf = (el) => {
+    for (let a = el, k = 0; a && a !== body && k < 4; a = a.parentElement, k++) {
+      if (a.tagName === 'INPUT' && (a.type === 'checkbox' || a.type === 'radio')) return a.checked;
+      for (const at of ['aria-checked', 'aria-pressed', 'aria-selected']) {
+        const v = a.getAttribute(at);
+        if (v === 'true' || v === 'false') return v === 'true';
+      }
+      // the block, its label or a short row around it (a setting's name beside its switch) holds
+      // exactly one toggle: its state
+      if (k === 0 || a.tagName === 'LABEL' || (k <= 2 && (a.textContent || '').length <= 160)) {
+        const own = a.querySelectorAll(
+          'input[type=checkbox],input[type=radio],[aria-checked],[aria-pressed],[role=switch]');
+        if (own.length === 1) {
+          const t = own[0];
+          if (t.tagName === 'INPUT') return t.checked;
+          const v = t.getAttribute('aria-checked') || t.getAttribute('aria-pressed');
+          if (v === 'true' || v === 'false') return v === 'true';
+        }
+      }
+    }
+    return null;
+  };
+  const frameOf = (t) => {
+    const border = ['Top', 'Right', 'Bottom', 'Left']
+      .filter((d) => parseFloat(t['border' + d + 'Width']) > 0 && t['border' + d + 'Style'] !== 'none')
+      .map((d) => rgb(t['border' + d + 'Color'])).find((c) => c) || null;
+    const outline = t.outlineStyle !== 'none' && parseFloat(t.outlineWidth) > 0 ? rgb(t.outlineColor) : null;
+    return { border, outline, shadow: firstColour(t.boxShadow), bg: rgb(t.backgroundColor),
+             width: parseFloat(t.borderTopWidth) || 0 };
+  };
+  const marksOf = (el) => {  // small textless shapes beside the text: a switch, a tick box, a dot
+    let row = el;
+    for (let a = el.parentElement, k = 1; a && a !== body && k <= 2; a = a.parentElement, k++) {
+      if ((a.textContent || '').length > 160) break;
+      row = a;
+    }
+    const out = [];
+    const all = row.querySelectorAll('*');
+    for (let i = 0; i < all.length && i < 40 && out.length < 2; i++) {
+      const m = all[i];
+      if ((m.textContent || '').trim() || m.tagName === 'IMG' || m.tagName === 'svg') continue;
+      const b = m.getBoundingClientRect();
+      if (b.width < 6 || b.height < 6 || b.width > 80 || b.height > 80) continue;
+      const f = frameOf(style(m));
+      if (f.border || f.outline || f.shadow || f.bg) out.push(f);
+    }
+    return out;
+  };
+  const lookOf = (el) => {
+    if (!el || el.nodeType !== 1) return null;
+    const s = style(el);
+    let bg = null, strike = false;
+    const frames = [];
+    for (let a = el, k = 0; a && a !== document.documentElement; a = a.parentElement, k++) {
+      const t = style(a);
+      if (!bg) bg = rgb(t.backgroundColor);
+      if (k < 6 && (t.textDecorationLine || '').includes('line-through')) strike = true;
+      if (k < 4) frames.push(frameOf(t));
+    }
+    if (!bg) bg = rgb(style(document.documentElement).backgroundColor) || '255,255,255';
+    return { color: rgb(s.webkitTextFillColor || s.color), bg, strike, frames, on: toggleOf(el),
+             size: parseFloat(s.fontSize) || 0, weight: parseInt(s.fontWeight, 10) || 400,
+             marks: marksOf(el) };
+  };
+  const partsOf = (r) => {
+    if (!r.parts) return [];
+    const out = [];
+    for (const [el, part] of r.parts) {
+      const text = part.text.replace(/\s+/g, ' ').trim();
+      if (!text) continue;
+      const look = lookOf(el);
+      look.frames = look.frames.slice(0, 1);
+      look.marks = [];
+      let label = el.tagName.toLowerCase();
+      const cls = typeof el.className === 'string' ? el.className.trim() : '';
+      if (el.id) label += '#' + el.id;
+      if (cls) label += '.' + cls.split(/\s+/).join('.');
+      for (const at of ['aria-label', 'title']) { const v = el.getAttribute(at); if (v) label += `[${v}]`; }
+      out.push({ text: text.slice(0, 200), label: label.slice(0, 120), look });
+    }
+    return out;
+  };
   let total = 0;
   const out = [];
   for (const r of runs) {
@@ -539,9 +647,18 @@ _VISIBLE_TEXT = r"""
     const run = { text, label: r.label, tag: r.tag, containers: r.containers, on_screen: r.on_screen,
                box: { x: r.b.left, y: r.b.top, width: r.b.right - r.b.left, height: r.b.bottom - r.b.top } };
     if (ANNOTATE) Object.assign(run, { role: r.role, index: r.index, state: r.state || null });
+    run.look = lookOf(r.owner || r.node);
+    if (run.look) {
+      const holder = r.node && r.node.nodeType === 3 ? r.node.parentElement : null;
+      if (holder && run.look.on === null) run.look.on = toggleOf(holder);
+      run.look.parts = partsOf(r);
+    }
     out.push(run);
   }
-  return { runs: out, text: out.filter((r) => r.on_screen).map((r) => r.text).join('\n'), truncated };
+  const page = rgb(style(body).backgroundColor) || rgb(style(document.documentElement).backgroundColor) ||
+    '255,255,255';
+  return { runs: out, text: out.filter((r) => r.on_screen).map((r) => r.text).join('\n'), truncated,
+           background: page };
 })()
 """
 

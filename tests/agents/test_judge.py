@@ -116,3 +116,23 @@ def test_assertion_rules() -> None:
     assert decide("the banner 'Sale' disappears", "Sale now", "Sale now", changed=True).verdict == "no"
     assert decide("the menu opens", "a", "b", changed=True).verdict == "undetermined"
     assert decide("the menu opens", "a", "a", changed=False).verdict == "no"
+
+
+def test_wording_the_judge_must_read_as_a_person_does() -> None:
+    # "hidden" as an adjective names a thing; only "is hidden" says something went away.
+    assert decide("the hidden word shows 'C _ L D'", "_ _ _ _", "C _ L D", changed=True).verdict == "yes"
+    assert decide("the panel 'Help' is hidden", "Help", "Other", changed=True).verdict == "yes"
+    assert decide("the panel 'Help' is hidden", "Help", "Help", changed=True).verdict == "no"
+    # A word inside quotes says nothing about the clause ("Hidden gems" is a title).
+    assert decide("the title says 'Hidden gems'", "x", "Hidden gems", changed=True).verdict == "yes"
+    # "replaces X", "X is replaced by Y", "replace X with Y": X is the old state, Y the new one.
+    for wording in (
+        "'cold' replaces 'steer' in the list",
+        "the word 'steer' is replaced by 'cold'",
+        "replace 'steer' with 'cold'",
+        "'cold' is shown instead of 'steer'",
+    ):
+        assert decide(wording, "steer", "cold", changed=True).verdict == "yes", wording
+        assert decide(wording, "steer", "steer cold", changed=True).verdict == "no", wording
+    # "step 1" says which step: 1 is not a value the step must show.
+    assert evidence_tokens("step 1 is struck through and the footer reads 3") == ["3"]

@@ -86,3 +86,21 @@ async def test_visible_text_is_capped(pool: PagePool, write_page: Callable[..., 
     async with pool.page(PageSpec(page=str(write_page(html)))) as tools:
         seen = await tools.visible_text(max_runs=10)
     assert len(seen.runs) == 10 and seen.truncated
+
+
+@pytest.mark.parametrize(("root", "shown"), [("", True), ("html { overflow: auto }", False)])
+async def test_a_body_with_hidden_overflow_clips_only_when_it_keeps_its_overflow(
+    pool: PagePool, write_page: Callable[..., Path], root: str, shown: bool
+) -> None:
+    # body {overflow: hidden; height: 80vh} is a common game layout. With the root's overflow
+    # visible, the body's overflow applies to the viewport (CSS propagation), so text below 80vh
+    # but inside the viewport is on screen; with the root's own overflow set, the body clips it.
+    html = (
+        f"<style>{root} body {{ margin: 0; overflow: hidden; height: 80vh }}</style>"
+        "<div style='height: 85vh'>game</div><p id='n'>You won the round</p>"
+    )
+    spec = PageSpec(page=str(write_page(html)), viewport=Viewport(width=640, height=600))
+    async with pool.page(spec) as tools:
+        seen = await tools.visible_text()
+    texts = [r.text for r in seen.runs if r.on_screen]
+    assert ("You won the round" in texts) is shown, texts

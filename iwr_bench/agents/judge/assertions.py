@@ -25,13 +25,15 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from iwr_bench.agents.judge.claims import NUMBER, Claim, parse
+from iwr_bench.agents.judge.claims import NUMBER, Claim, Parsed, parse
 from iwr_bench.agents.judge.claims import evidence_tokens as evidence_tokens
+from iwr_bench.agents.judge.looks import States, blocks
+from iwr_bench.agents.judge.looks import check as check_looks
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
 from iwr_bench.metrics.hashing import as_image, pixel_digest
 from iwr_bench.metrics.ocr import EasyOcr
 from iwr_bench.registry import register
-from iwr_bench.tools.models import TextRun, VisibleText
+from iwr_bench.tools.models import BoundingBox, TextRun, VisibleText
 
 
 def _norm(text: str) -> str:
@@ -97,6 +99,7 @@ class HeuristicAssertionJudge:
             changed,
             seen_before=request.before_visible,
             seen_after=request.after_visible,
+            acted=request.acted_box,
         )
 
 
@@ -108,23 +111,32 @@ def decide(
     *,
     seen_before: VisibleText | None = None,
     seen_after: VisibleText | None = None,
+    acted: BoundingBox | None = None,
 ) -> AssertionVerdict:
-    """The decision rules, given the states' texts (or visible text) and whether the screenshot changed."""
+    """The decision rules, given the states' texts (or visible text), whether the screenshot changed
+    and where the element the action touched stood."""
     old, new = Screen.of(seen_before, before), Screen.of(seen_after, after)
     parsed = parse(assertion)
     claims = parsed.claims
+    seen, unchecked, look_failures = _looks(parsed, old, new, seen_before, seen_after, acted)
+    if not claims and seen and not unchecked:
+        if look_failures:
+            return _v("no", "; ".join(look_failures))
+        return _v("yes", "; ".join(seen))
     if not claims or new.text is None:
+        if look_failures:
+            return _v("no", "; ".join(look_failures))
         if not changed and (old.text is None or old.text == new.text):
             return _v("no", "nothing on the page changed after the action")
         why = "no quoted text or number to check" if not claims else "no page text to check against"
         return _v("undetermined", f"{why}; the page did change")
     results = [_check(claim, old, new) for claim in claims]
-    failures = [note for kind, note in results if kind == "no"]
+    failures = [note for kind, note in results if kind == "no"] + look_failures
     if failures:
         return _v("no", "; ".join(failures))
     unsure = [note for kind, note in results if kind == "undetermined"]
     shown = [c.token for c in claims if not c.gone]
-    listed = ", ".join(repr(c.token) for c in claims)
+    listed = ", ".join([*(repr(c.token) for c in claims), *seen])
     if (
         shown
         and not changed
@@ -133,14 +145,45 @@ def decide(
         and all(contains(old.text or "", t) for t in shown)
     ):
         return _v("no", f"already shown before and nothing changed: {listed}")
-    if unsure or parsed.unchecked:
-        rest = "; ".join(
-            [*unsure, *(f"cannot be checked from the screen's text: {u!r}" for u in parsed.unchecked)]
-        )
+    if unsure or unchecked:
+        rest = "; ".join([*unsure, *(f"cannot be checked from the screen: {u!r}" for u in unchecked)])
         return _v("undetermined", f"claims checked hold ({listed}) but {rest}")
     if not shown:
         return _v("yes", f"no longer shown after the action: {listed}")
     return _v("yes", f"shown after the action: {listed}")
+
+
+def _looks(
+    parsed: Parsed,
+    old: Screen,
+    new: Screen,
+    seen_before: VisibleText | None,
+    seen_after: VisibleText | None,
+    acted: BoundingBox | None,
+) -> tuple[list[str], list[str], list[str]]:
+    """Claims about looks (:mod:`~iwr_bench.agents.judge.looks`) in every clause: what held, the
+    clauses still unchecked, and what failed. Without measured runs nothing is decided."""
+    if old.runs is None or new.runs is None:
+        return [], list(parsed.unchecked), []
+    states = States(
+        before=blocks(old.runs),
+        after=blocks(new.runs),
+        background_before=seen_before.background if seen_before else None,
+        background_after=seen_after.background if seen_after else None,
+        acted=acted,
+    )
+    held: list[str] = []
+    failed: list[str] = []
+    unchecked: list[str] = []
+    clauses = [*dict.fromkeys(c.clause for c in parsed.claims)]
+    for clause in [*clauses, *parsed.unchecked]:
+        oks, nos = check_looks(clause, states)
+        failed.extend(why for _, why in nos)
+        if not nos:
+            held.extend(why for _, why in oks)
+        if clause in parsed.unchecked and not oks and not nos:
+            unchecked.append(clause)
+    return held, unchecked, failed
 
 
 def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:

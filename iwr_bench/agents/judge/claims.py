@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 QUOTED = re.compile(r"[\"“'‘«]([^\"”'’»]{1,120})[\"”'’»]")
 NUMBER = re.compile(r"[$€£]?\d+(?:[.,]\d+)*%?")
 _NEGATIVE = re.compile(
-    r"\b(disappears?|vanish(?:es)?|is removed|are removed|removed|no longer|hidden|hides|closes|is cleared|"
+    r"\b(disappears?|vanish(?:es)?|is removed|are removed|removed|no longer|"
+    r"(?:is|are|gets?|becomes?|now) hidden|hides|closes|is cleared|"
     r"goes away|is gone|are gone|empty|collapses?)\b"
 )
 _CHANGE = re.compile(
@@ -27,6 +28,18 @@ _CHANGE = re.compile(
     r"now (?:reads?|shows?|says|displays?))\b"
 )
 _FROM = re.compile(r"\bfrom\s*$")
+_REPLACED_OLD = re.compile(r"\b(?:replaces?|replacing|instead of|in place of)\s*(?:the\s+\w+\s+)?$")
+"""Before a value the clause says is replaced (the old state, expected gone)."""
+_REPLACED_NEW = re.compile(r"\b(?:replaced?|replacing)\b.*\b(?:with|by)\s*(?:the\s+\w+\s+)?$")
+"""Before the value that replaces another ("replace X with Y", "is replaced by Y")."""
+_IS_REPLACED = re.compile(r"^\W*(?:is|are|gets|get|was|were)\s+replaced\b")
+"""Right after a value that is replaced ("'steer' is replaced by 'cold'")."""
+_REPLACES = re.compile(r"^\W*(?:replaces|takes the place of)\b")
+"""Right after a value that replaces another ("'cold' replaces 'steer'")."""
+_NAMED_BY_NUMBER = re.compile(
+    r"(?:^|\b(?:the|a|an|of|to|on|in|at)\s+|^\s*)(?:step|item|row|column|photo|picture|image|slide|"
+    r"level|round|question|task|lane|option|player|tab|entry|stage|chapter|day)\s+$"
+)
 _INTO = re.compile(r"\b(?:merge|merges|merged|combine|combines|combined|turn|turns)\s+into\b")
 _CLAUSE = re.compile(r";|,(?!\d)| and | but | while | then ")
 _VERB = (
@@ -107,13 +120,21 @@ def _claims_in(assertion: str, start: int, end: int) -> list[Claim]:
     quoted = list(QUOTED.finditer(clause))
     matches = quoted or list(NUMBER.finditer(clause))
     low = clause.lower()
-    gone, change = _NEGATIVE.search(low) is not None, _CHANGE.search(low) is not None
+    masked = QUOTED.sub(lambda m: "_" * len(m.group(0)), low)  # words inside quotes say nothing
+    gone, change = _NEGATIVE.search(masked) is not None, _CHANGE.search(masked) is not None
     out: list[Claim] = []
     for m in matches:
         token = (m.group(1) if quoted else m.group(0)).strip()
         if not token or _FROM.search(assertion[: start + m.start()].lower()) or _INTO.search(low[m.end() :]):
             continue
-        claim = Claim(token, clause, bool(quoted), gone=gone, change=change and not gone)
+        if not quoted and _NAMED_BY_NUMBER.search(low[: m.start()]):
+            continue  # "step 1 is struck through": the number says which step, not what it shows
+        head = masked[: m.start()]
+        if _REPLACED_OLD.search(head) or _IS_REPLACED.search(masked[m.end() :]):  # the old value
+            out.append(Claim(token, clause, bool(quoted), gone=True))
+            continue
+        new = _REPLACED_NEW.search(head) is not None or _REPLACES.search(masked[m.end() :]) is not None
+        claim = Claim(token, clause, bool(quoted), gone=gone and not new, change=(change or new) and not gone)
         if claim.bare:
             claim.subject = _subject(low[: m.start()]) or _kind(low[: m.start()], low[m.end() :])
         out.append(claim)

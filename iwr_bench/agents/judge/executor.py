@@ -271,6 +271,9 @@ class Executor:
         self._emit_grounded(record.index, request.description, grounding)
         if grounding.index is None:
             raise _Failed("element_not_found", grounding.reason)
+        record._acted_box = next(  # pyright: ignore[reportPrivateUsage]
+            (e.box for e in observation.elements if e.index == grounding.index), None
+        )
         return grounding.index
 
     def _emit_grounded(self, index: int, description: str, grounding: Grounding) -> None:
@@ -309,6 +312,7 @@ class Executor:
             after_text=after_text,
             before_visible=before_visible,
             after_visible=await tools.visible_text(),
+            acted_box=record._acted_box,  # pyright: ignore[reportPrivateUsage]
         )
         return self._count(action, record, await self.assertions(request))
 

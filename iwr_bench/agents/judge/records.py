@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from iwr_bench.agents.grounding import Grounding
-from iwr_bench.tools.models import VisibleText
+from iwr_bench.tools.models import BoundingBox, VisibleText
 
 if TYPE_CHECKING:
     from iwr_bench.dataset.models import Action
@@ -47,6 +47,9 @@ class AssertionRequest(BaseModel):
     """Text a person could see before the action (``visible_text``: hidden and covered text left out)."""
     after_visible: VisibleText | None = None
     """Text a person can see after the action."""
+    acted_box: BoundingBox | None = None
+    """Where the element the action clicked or typed into stood before it (None: a key press or
+    scroll, or unknown)."""
 
 
 class AssertionVerdict(BaseModel):
@@ -118,6 +121,8 @@ class ActionRecord(BaseModel):
     """Wall time of the action, settling and judging."""
     budget: StepBudget | None = None
     """For a tool-using step judge (``[judge.step]``), its bounds and what it used of them."""
+    _acted_box: BoundingBox | None = PrivateAttr(default=None)
+    """Where the grounded element stood before the action (handed to the assertion judge, not stored)."""
 
     @classmethod
     def not_run(cls, index: int, action: Action) -> ActionRecord:

@@ -1,0 +1,598 @@
+"""Claims about looks, decided from how the page draws its text (the offline judge's eyes).
+
+A clause such as "step 1 is struck through", "the Deluxe card is outlined", "the digest switch
+turns on (purple)", "the viewer closes" or "the cart panel opens" holds no quoted text to look up.
+These rules decide it from what ``visible_text`` measured before and after the action: each text
+block's colours, line-through, frames (border, outline, shadow, background of the block and its
+nearest ancestors), toggle state, font size and position, and the page's background.
+
+Each rule first finds the blocks the clause is about: those holding the clause's quoted text, else
+those whose text or id/class/label names the clause's own words ("Deluxe card"), else the blocks
+of the element the action touched. A rule answers ``ok`` or ``no`` only from those blocks'
+measurements, naming them in its reason; when it cannot find what the clause is about, or the
+page does not draw the property in a way it measures (a picture, a canvas), it answers nothing and
+the clause stays undetermined.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from iwr_bench.agents.judge.claims import GENERIC, QUOTED
+from iwr_bench.tools.models import BoundingBox, RunLook, TextRun
+
+Verdict = tuple[str, str]
+"""("ok" | "no", why)."""
+
+_HUES: dict[str, tuple[tuple[float, float], ...]] = {
+    "red": ((0, 18), (340, 360)),
+    "orange": ((12, 45),),
+    "yellow": ((40, 72),),
+    "gold": ((38, 60),),
+    "green": ((68, 180),),
+    "teal": ((160, 200),),
+    "cyan": ((170, 200),),
+    "blue": ((190, 265),),
+    "navy": ((200, 255),),
+    "purple": ((250, 310),),
+    "violet": ((250, 300),),
+    "indigo": ((230, 285),),
+    "pink": ((295, 350),),
+    "magenta": ((285, 330),),
+}
+_NEUTRAL = ("grey", "gray", "black", "white", "dark", "light")
+COLOURS = frozenset([*_HUES, *_NEUTRAL])
+"""Colour words a clause may use."""
+
+
+def colour_names(rgb: str | None, slack: float = 0.0) -> set[str]:
+    """The colour words that fit an "r,g,b" colour (hue names, grey/black/white, dark/light); with
+    ``slack``, hue names within that many degrees of their range too (indigo is called purple)."""
+    if not rgb:
+        return set()
+    try:
+        r, g, b = (int(x) / 255 for x in rgb.split(","))
+    except ValueError:
+        return set()
+    hue, light, sat = colorsys.rgb_to_hls(r, g, b)
+    names: set[str] = set()
+    if light < 0.35:
+        names.add("dark")
+    if light > 0.75:
+        names.add("light")
+    if sat < 0.2 or light < 0.1 or light > 0.95:
+        names.update({"black"} if light < 0.2 else {"white"} if light > 0.9 else {"grey", "gray"})
+        return names
+    deg = hue * 360
+    names.update(
+        name for name, spans in _HUES.items() if any(a - slack <= deg <= b + slack for a, b in spans)
+    )
+    return names
+
+
+def luminance(rgb: str | None) -> float | None:
+    """Relative lightness of an "r,g,b" colour in [0, 1] (None: unknown)."""
+    if not rgb:
+        return None
+    try:
+        r, g, b = (int(x) / 255 for x in rgb.split(","))
+    except ValueError:
+        return None
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _colours(look: RunLook | None) -> list[str]:
+    """Every colour the block draws with: its ink, then its frames' borders, outlines, shadows, fills."""
+    if look is None:
+        return []
+    found = [look.color] if look.color else []
+    for frame in [*look.frames, *look.marks]:
+        found.extend(c for c in (frame.border, frame.outline, frame.shadow, frame.bg) if c)
+    return found
+
+
+def _frame_sig(look: RunLook | None) -> tuple[object, ...]:
+    """What a highlight changes: frames, fill, ink and weight."""
+    if look is None:
+        return ()
+    frames = tuple((f.border, f.outline, f.shadow, f.bg, round(f.width)) for f in look.frames)
+    return (frames, look.color, look.weight, _marks(look))
+
+
+def _marks(look: RunLook | None) -> tuple[object, ...]:
+    """How the small shapes beside a block (a switch, a tick box) are drawn."""
+    if look is None:
+        return ()
+    return tuple((f.border, f.outline, f.shadow, f.bg) for f in look.marks)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A text block, or an inline part of one with an element of its own, as the rules see it."""
+
+    text: str
+    label: str
+    look: RunLook | None
+    box: BoundingBox
+
+
+def blocks(runs: list[TextRun]) -> list[Block]:
+    """Every run, each followed by its inline parts (a part stands where its run stands)."""
+    out: list[Block] = []
+    for run in runs:
+        out.append(Block(run.text, run.label, run.look, run.box))
+        if run.look is not None:
+            out.extend(Block(p.text, f"{p.label} < {run.label}", p.look, run.box) for p in run.look.parts)
+    return out
+
+
+@dataclass
+class States:
+    """The two states a clause is checked on (on-screen blocks), and the element the action touched."""
+
+    before: list[Block]
+    after: list[Block]
+    background_before: str | None = None
+    background_after: str | None = None
+    acted: BoundingBox | None = None
+    """Where the element the action touched stood before it (None: unknown, or a key press)."""
+
+
+_STOP_TEXT = (
+    "the a an of in on at to for with and or its their his her this that these those now still new "
+    "is are be it as so show shows shown to into onto from up down by each all both one under over "
+    "beside next near inside within behind after before while across between around about via per "
+    "than only other same can"
+)
+_STOP = frozenset(_STOP_TEXT.split())
+_PREDICATE_TEXT = (
+    "struck through crossed out off strike strikethrough line turns turn turned switched switches "
+    "ticked checked unchecked unticked selected active outlined outline outlines highlighted highlight "
+    "highlights border bordered ringed framed glow solid appears appear opens open opened expands "
+    "expand expanded listed dealt back comes come visible view slides slide slid closes close closed "
+    "disappears disappear gone away hidden collapses collapse leaves removed moves move moved drops "
+    "drop larger bigger smaller grows shrinks gets get gains becomes become changes change goes go "
+    "well too again over next right left top bottom below above first last row column side edge "
+    "along fills fill filled face color colour background"
+)
+_PREDICATE_WORDS = frozenset(_PREDICATE_TEXT.split())
+_NUMBERS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
+
+
+_VERB = re.compile(
+    r"\b(is|are|was|were|gets?|got|becomes?|became|turns?|moves?|slides?|slid|leaves|closes|opens|"
+    r"appears?|disappears?|goes|drops?|changes?|shows?|reads?|says|stays?|has|have|merges?|trade|"
+    r"swaps?|comes?|jumps?|shifts?|expands?|collapses|grows|shrinks|glows?)\b"
+)
+
+
+def subject_words(clause: str) -> list[str]:
+    """The words of a clause that say which element it is about: those before its verb ("the card
+    leaves the board": card), quoted text, predicates, colours and numbers left out."""
+    masked = QUOTED.sub(" ", clause.lower())
+    verb = _VERB.search(masked)
+    parts = [masked[: verb.start()], masked] if verb is not None else [masked]
+    for part in parts:
+        words = [
+            w
+            for w in re.findall(r"[a-z][a-z0-9]+", part)
+            if w not in _STOP and w not in _PREDICATE_WORDS and w not in COLOURS and w not in _NUMBERS
+        ]
+        if words:
+            return words
+    return []
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(w) for w in re.findall(r"[a-z]+", text.lower())}
+
+
+def _names(run: Block, word: str) -> bool:
+    """Whether ``run`` shows ``word`` (as a whole word, plural or not) or its element is named by it."""
+    near = " < ".join(run.label.split(" < ")[:2])
+    return _stem(word) in _words(f"{run.text} {near}")
+
+
+def _owns(run: Block, word: str) -> bool:
+    """Whether ``run``'s own text or own element (not an ancestor) is named by ``word``."""
+    return _stem(word) in _words(f"{run.text} {run.label.split(' < ')[0]}")
+
+
+def _mention(run: Block, pool: list[str]) -> bool:
+    """Prose that merely mentions the subject ("use the arrows to slide the tiles"): a long text named
+    only by its words, not by its element's label."""
+    if len(run.text.split()) <= 6:
+        return False
+    near = " < ".join(run.label.split(" < ")[:2])
+    return not any(_stem(w) in _words(near) for w in pool)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _inside(run: Block, box: BoundingBox) -> bool:
+    cx, cy = run.box.x + run.box.width / 2, run.box.y + run.box.height / 2
+    return box.x <= cx <= box.x + box.width and box.y <= cy <= box.y + box.height
+
+
+_ORDINAL = re.compile(r"\b([a-z]{3,})\s+(\d{1,2})\b")
+
+
+def _nth(hits: list[Block], clause: str, pool: list[str]) -> list[Block]:
+    """ "step 1", "photo 3": the n-th of the blocks named by that noun, unless one shows those words."""
+    masked = QUOTED.sub(" ", clause.lower())
+    for noun, n in _ORDINAL.findall(masked):
+        if noun not in pool:
+            continue
+        literal = [b for b in hits if f"{noun} {n}" in _norm(b.text)]
+        if literal:
+            return literal
+        k = int(n)
+        if 1 <= k <= len(hits):
+            return [hits[k - 1]]
+    return hits
+
+
+@dataclass(frozen=True)
+class Found:
+    """The blocks a clause is about, how they were found, and whether that says which ones for sure
+    (quoted text, a name, the element acted on) or only what kind ("the card": every card)."""
+
+    blocks: list[Block]
+    how: str = ""
+    sure: bool = False
+    own: bool = False
+    """Whether each block is the thing itself (its own text or element is named), not a block inside it."""
+
+
+def _named(runs: list[Block], pool: list[str], clause: str) -> list[Block]:
+    scored = [(sum(_names(r, w) for w in pool), r) for r in runs if not _mention(r, pool)]
+    best = max((s for s, _ in scored), default=0)
+    return _nth([r for s, r in scored if s == best], clause, pool) if best else []
+
+
+def find(
+    runs: list[Block], clause: str, acted: BoundingBox | None, before: list[Block] | None = None
+) -> Found:
+    """The blocks ``clause`` is about in ``runs``. ``acted`` is where the element acted on stood in
+    ``before`` (the state the action met); its blocks are followed into ``runs`` by text and holder."""
+    quoted = [_norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
+    if quoted:
+        hits = [r for r in runs if any(q in _norm(r.text) for q in quoted)]
+        if hits:
+            return Found(hits, "the text quoted", True, True)
+    words = [w for w in subject_words(clause) if len(w) >= 3]
+    named = [w for w in words if w not in GENERIC]
+    if named and (hits := _named(runs, named, clause)):
+        own = all(any(_owns(r, w) for w in named) for r in hits)
+        return Found(hits, "named " + " ".join(named), True, own)
+    if acted is not None:
+        inside = [r for r in (before if before is not None else runs) if _inside(r, acted)]
+        hits = inside if before is None else [a for r in inside if (a := _same(r, runs)) is not None]
+        if hits:
+            return Found(hits, "the element acted on", True, True)
+    if words and (hits := _named(runs, words, clause)):  # only what kind: never sure which
+        return Found(hits, "named " + " ".join(words))
+    return Found([])
+
+
+def _same(run: Block, runs: list[Block]) -> Block | None:
+    """The block in ``runs`` with the same text and holder, the nearest to where ``run`` stands."""
+    text, holder = _norm(run.text), run.label.split(" < ")[0].split(".")[0]
+    same = [r for r in runs if _norm(r.text) == text and r.label.split(" < ")[0].split(".")[0] == holder]
+    if not same:
+        return None
+    return min(same, key=lambda r: abs(r.box.x - run.box.x) + abs(r.box.y - run.box.y))
+
+
+def _stayed(run: Block, runs: list[Block]) -> bool:
+    """Whether ``runs`` held ``run``'s text in the same holder at the same place (to 4 px)."""
+    old = _same(run, runs)
+    return old is not None and abs(old.box.x - run.box.x) <= 4 and abs(old.box.y - run.box.y) <= 4
+
+
+def _short(runs: list[Block]) -> str:
+    texts = [r.text if len(r.text) <= 40 else r.text[:39] + "\u2026" for r in runs[:3]]
+    return ", ".join(repr(t) for t in texts) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+
+
+Rule = Callable[[str, States], Verdict | None]
+
+_STRIKE = re.compile(r"\b(struck through|crossed (?:out|off)|strike ?through|line through)\b")
+_NOT = re.compile(r"\b(no longer|not|un-?struck)\b")
+
+
+def _strike(clause: str, s: States) -> Verdict | None:
+    if not _STRIKE.search(clause):
+        return None
+    found = find(s.after, clause, s.acted, s.before)
+    if not found.blocks:
+        return None
+    want = _NOT.search(clause) is None
+    hits = [r for r in found.blocks if r.look is not None and r.look.strike == want]
+    state = "struck through" if want else "not struck through"
+    if hits:
+        return "ok", f"{_short(hits)} ({found.how}) drawn {state}"
+    if not found.sure:
+        return None
+    return "no", f"{_short(found.blocks)} ({found.how}) not drawn {state}"
+
+
+_ON = re.compile(r"\b(turns? on|switche[sd] on|is on|ticked|is checked|gets checked|toggled on)\b")
+_OFF = re.compile(r"\b(turns? off|switche[sd] off|is off|unticked|unchecked|toggled off)\b")
+
+
+def _toggle(clause: str, s: States) -> Verdict | None:
+    on, off = _ON.search(clause) is not None, _OFF.search(clause) is not None
+    if on == off:
+        return None
+    found = find(s.after, clause, s.acted, s.before)
+    known = [r for r in found.blocks if r.look is not None and r.look.on is not None]
+    if not known:
+        return _marked(found, s, "on" if on else "off")
+    hits = [r for r in known if r.look is not None and r.look.on == on]
+    word = "on" if on else "off"
+    if hits:
+        return "ok", f"the toggle of {_short(hits)} ({found.how}) is {word}"
+    if not found.sure:
+        return None
+    return "no", f"the toggle of {_short(known)} ({found.how}) is not {word}"
+
+
+def _marked(found: Found, s: States, word: str) -> Verdict | None:
+    """A toggle the page keeps in no ARIA attribute: the small shape beside the named setting (its
+    switch track, its tick box) must be drawn differently after the action."""
+    pairs = [(r, o) for r in found.blocks if r.look and r.look.marks and (o := _same(r, s.before))]
+    if not pairs:
+        return None
+    changed = [r for r, o in pairs if _marks(r.look) != _marks(o.look)]
+    if changed:
+        return "ok", f"the switch or box beside {_short(changed)} ({found.how}) changed as turned {word}"
+    if not (found.sure and found.own):
+        return None
+    return "no", f"the switch or box beside {_short([r for r, _ in pairs])} ({found.how}) is drawn as before"
+
+
+_CHANGE = re.compile(r"\b(turns?|turned|becomes?|became|changes?|changed|goes|gets|switche[sd]|glows?)\b")
+_DARK_PAGE = re.compile(r"\b(dark|light)\s+(?:background|mode|theme|page)\b")
+
+
+_SLACK = 15.0
+"""Degrees of hue a colour word stretches by: people name neighbouring hues loosely."""
+
+
+def _has(block: Block | None, colour: str) -> bool:
+    return block is not None and any(colour in colour_names(c, _SLACK) for c in _colours(block.look))
+
+
+def _colour(clause: str, s: States) -> Verdict | None:
+    masked = QUOTED.sub(" ", clause.lower())
+    page = _DARK_PAGE.search(masked)
+    if page is not None:
+        lum = luminance(s.background_after)
+        if lum is None:
+            return None
+        dark = page.group(1) == "dark"
+        ok = lum < 0.35 if dark else lum > 0.65
+        what = f"the page background is rgb({s.background_after}) (lightness {lum:.2f})"
+        return ("ok" if ok else "no"), what
+    wanted = [
+        w for w in re.findall(r"[a-z]+", masked) if w in _HUES or w in ("grey", "gray", "black", "white")
+    ]
+    if not wanted:
+        return None
+    found = find(s.after, clause, s.acted, s.before)
+    runs = [r for r in found.blocks if r.look is not None]
+    if not runs:
+        return None
+    colour, how = wanted[0], found.how
+    if _CHANGE.search(masked) is None:  # "the badge is red": how the blocks are drawn now
+        hits = [r for r in runs if _has(r, colour)]
+        if hits and found.sure:
+            return "ok", f"{_short(hits)} ({how}) drawn in {colour}"
+        if not hits and how == "the text quoted":  # the quoted text is the thing itself
+            return "no", f"{_short(runs)} ({how}) drawn in no {colour}"
+        return None
+    # "turns green": the blocks whose look the action changed carry the colour now
+    pairs = [(r, _same(r, s.before)) for r in runs]
+    changed = [(r, o) for r, o in pairs if o is None or _frame_sig(r.look) != _frame_sig(o.look)]
+    fresh = [(r, set(_colours(r.look)) - set(_colours(o.look) if o else ())) for r, o in changed]
+    if hits := [r for r, new in fresh if any(colour in colour_names(c, _SLACK) for c in new)]:
+        return "ok", f"{_short(hits)} ({how}) newly drawn in {colour} after the action"
+    if not found.sure:
+        return None
+    if any(new for _, new in fresh):  # drawn in new colours, none of them the one said
+        shown = sorted({n for _, new in fresh for c in new for n in colour_names(c)} - {"dark", "light"})
+        return (
+            "no",
+            f"{_short([r for r, _ in changed])} ({how}) now drawn in {', '.join(shown)}, not {colour}",
+        )
+    if changed:
+        return None
+    if all(_has(r, colour) and _has(o, colour) for r, o in pairs):
+        return "no", f"{_short(runs)} ({how}) was already {colour} before the action, and is unchanged"
+    return None  # the colour may be drawn by a neighbour the rules do not measure (a switch's track)
+
+
+_FRAME = re.compile(
+    r"\b(?:is|are|gets?|got|becomes?|became|stays?|now|drawn|shown|turns?)\s+(?:\w+\s+){0,2}?"
+    r"(outlined|highlighted|bordered|ringed|framed|selected|marked|active)\b"
+    r"|\b(?:gets?|got|has|have|with|shows?|gains?)\s+(?:an?\s+|the\s+)?(?:\w+\s+){0,2}?"
+    r"(outline|border|ring|highlight|glow|frame)\b"
+)
+"""A highlight said of the subject ("is outlined", "gets a blue outline"), not "the selected card"."""
+_NEGATED = re.compile(r"\b(no|not|never|cannot|can't|won't|doesn't|don't|without|nothing|stays?)\b")
+"""Clauses that say something does not happen ("no tile can move"): left to the other checks."""
+
+
+def _frame(clause: str, s: States) -> Verdict | None:
+    if not _FRAME.search(clause) or _NEGATED.search(QUOTED.sub(" ", clause)):
+        return None
+    found = find(s.after, clause, s.acted, s.before)
+    pairs = [(r, o) for r in found.blocks if r.look is not None and (o := _same(r, s.before)) is not None]
+    if not pairs:
+        return None
+    changed = [r for r, o in pairs if _frame_sig(r.look) != _frame_sig(o.look)]
+    if changed:
+        return "ok", f"{_short(changed)} ({found.how}) drawn with a new frame, fill or ink"
+    if not found.sure:
+        return None
+    return "no", f"{_short([r for r, _ in pairs])} ({found.how}) looks as it did before the action"
+
+
+_APPEAR = re.compile(
+    r"\b(appears?|appeared|opens?|opened|expands?|expanded|is shown|are shown|shows up|pops up|"
+    r"comes? into view|slides? into view|is listed|are listed|are dealt|is dealt|is back|are back|"
+    r"comes? back|come back|is displayed|are displayed|lists)\b"
+)
+_GONE = re.compile(
+    r"\b(closes|closed|disappears?|goes away|is gone|are gone|is hidden|are hidden|collapses|"
+    r"leaves the \w+|is removed|are removed)\b"
+)
+
+
+def _appear(clause: str, s: States) -> Verdict | None:
+    masked = QUOTED.sub(" ", clause.lower())
+    if QUOTED.search(clause):
+        return None  # quoted text is checked as a claim
+    new = [r for r in s.after if not _stayed(r, s.before)]
+    if _GONE.search(masked):
+        found = find(s.before, clause, None)
+        if not found.blocks:
+            return None
+        gone = [r for r in found.blocks if _same(r, s.after) is None]
+        if gone:
+            return "ok", f"{_short(gone)} ({found.how}) shown before, gone after"
+        if not found.sure:
+            return None
+        return "no", f"{_short(found.blocks)} ({found.how}) still shown after the action"
+    if not _APPEAR.search(masked):
+        return None
+    if not new:
+        return None  # what appeared may be a picture: pixels, not text, decide it
+    hits = find(new, clause, None)
+    if hits.blocks:  # even a kind word ("a new tile") is evidence among what is new
+        return "ok", f"newly shown: {_short(hits.blocks)} ({hits.how})"
+    return None  # a kind of thing ("red messages") is often not named in its own text
+
+
+_MOVE = re.compile(
+    r"\b(moves?|moved|slides?|slid|drops?|dropped|jumps?|shifts?|trade places|swap(?:s|ped)?)\b"
+)
+_DIRECTIONS = {
+    "left": (-1, 0),
+    "right": (1, 0),
+    "up": (0, -1),
+    "top": (0, -1),
+    "above": (0, -1),
+    "first": (0, -1),
+    "down": (0, 1),
+    "bottom": (0, 1),
+    "below": (0, 1),
+}
+
+
+def _shift(pairs: list[tuple[Block, Block]]) -> list[tuple[Block, float, float]]:
+    moved = [(r, r.box.x - o.box.x, r.box.y - o.box.y) for r, o in pairs]
+    return [(r, dx, dy) for r, dx, dy in moved if abs(dx) > 4 or abs(dy) > 4]
+
+
+def _move(clause: str, s: States) -> Verdict | None:
+    masked = QUOTED.sub(" ", clause.lower())
+    verb = _MOVE.search(masked)
+    if verb is None or "into view" in masked or _NEGATED.search(masked[: verb.end()]):
+        return None
+    found = find(s.after, clause, s.acted, s.before)
+    pairs = [(r, o) for r in found.blocks if (o := _same(r, s.before)) is not None]
+    if not pairs:
+        return None
+    how, moved = found.how, _shift(pairs)
+    if not moved:
+        if not (found.sure and found.own):
+            return None
+        elsewhere = _shift([(r, o) for r in s.after if (o := _same(r, s.before)) is not None])
+        if elsewhere:
+            return None  # other text moved: what moved may be what the clause means
+        return "no", f"{_short([r for r, _ in pairs])} ({how}) and all other text stand where they stood"
+    words = re.findall(r"[a-z]+", masked.split(verb.group(0), 1)[-1])
+    direction = next((_DIRECTIONS[w] for w in words if w in _DIRECTIONS), None)
+    if direction is None:
+        return "ok", f"{_short([r for r, _, _ in moved])} ({how}) moved"
+    sx, sy = direction
+    right_way = [r for r, dx, dy in moved if (sx and dx * sx > 4) or (sy and dy * sy > 4)]
+    if right_way:
+        return "ok", f"{_short(right_way)} ({how}) moved as said"
+    if not (found.sure and found.own):
+        return None
+    return "no", f"{_short([r for r, _, _ in moved])} ({how}) moved the other way"
+
+
+_SIZE = re.compile(
+    r"\b(?:is|are|becomes?|became|gets?|got|looks?|now|drawn|appears?)\s+(?:much\s+|a bit\s+)?"
+    r"(larger|bigger|smaller)\b"
+)
+"""Text drawn at another size ("the preview is larger"); "the list shrinks" is about how many."""
+
+
+def _size(clause: str, s: States) -> Verdict | None:
+    said = _SIZE.search(clause)
+    if said is None or _NEGATED.search(clause):
+        return None
+    found = find(s.after, clause, s.acted, s.before)
+    pairs = [(r, o) for r in found.blocks if r.look is not None and (o := _same(r, s.before)) is not None]
+    pairs = [(r, o) for r, o in pairs if o.look is not None]
+    if not pairs:
+        return None
+    grow = said.group(1) in ("larger", "bigger")
+    changed = [
+        r
+        for r, o in pairs
+        if r.look is not None
+        and o.look is not None
+        and ((r.look.size > o.look.size) if grow else (r.look.size < o.look.size))
+    ]
+    word = "larger" if grow else "smaller"
+    if changed:
+        return "ok", f"{_short(changed)} ({found.how}) drawn {word} than before"
+    if not (found.sure and found.own):
+        return None
+    return "no", f"{_short([r for r, _ in pairs])} ({found.how}) not drawn {word}"
+
+
+RULES: tuple[Rule, ...] = (_strike, _toggle, _colour, _frame, _appear, _move, _size)
+"""The look rules, each deciding a kind of claim (or answering nothing)."""
+
+
+def check(clause: str, states: States) -> tuple[list[Verdict], list[Verdict]]:
+    """Every rule's answer on ``clause``: (the ``ok`` ones, the ``no`` ones)."""
+    oks: list[Verdict] = []
+    nos: list[Verdict] = []
+    low = clause.lower()
+    for rule in RULES:
+        found = rule(low if rule is not _appear else clause, states)
+        if found is None:
+            continue
+        (oks if found[0] == "ok" else nos).append(found)
+    return oks, nos
