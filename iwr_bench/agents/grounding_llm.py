@@ -17,7 +17,14 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from iwr_bench.agents.events import FieldValue
-from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest, element_kind, element_label
+from iwr_bench.agents.grounding import (
+    Grounder,
+    Grounding,
+    GroundingRequest,
+    accessible_name,
+    element_kind,
+    element_label,
+)
 from iwr_bench.agents.judge.llm_base import Asked, CallReporter, ask, model_label
 from iwr_bench.registry import register
 from iwr_bench.tools.models import Element
@@ -45,11 +52,16 @@ class GroundingAnswer(BaseModel):
 def describe_element(el: Element) -> str:
     """One line of the element list."""
     bits = [f"[{el.index}]", element_kind(el) or el.tag, repr(element_label(el)[:120])]
-    if el.placeholder and el.placeholder != element_label(el):
+    name = accessible_name(el)
+    if name and name != element_label(el):
+        bits.append(f"name={name[:80]!r}")
+    if el.placeholder and el.placeholder not in (element_label(el), name):
         bits.append(f"placeholder={el.placeholder[:60]!r}")
     if el.href:
         bits.append(f"href={el.href[:60]!r}")
     bits.append(f"at ({el.box.x:.0f},{el.box.y:.0f})" + ("" if el.in_viewport else " off-screen"))
+    if el.hidden:
+        bits.append("not drawn (shown on hover or focus?)")
     if el.context:
         bits.append(f"near: {' '.join(el.context.split())[:120]!r}")
     return " ".join(bits)

@@ -44,13 +44,19 @@ class OracleProver:
         self.ocr = CachedMetric(ocr_metric(device=device), store)
         self.embed = CachedMetric(effnet_metric(device=device), store)
 
-    async def __call__(self, task: Task, pool: PagePool, *, visual: bool = True) -> OracleProof:
+    async def __call__(
+        self, task: Task, pool: PagePool, *, visual: bool = True, evidence: Path | None = None
+    ) -> OracleProof:
         """Replay the reference page of ``task`` and check IFS, requests and (unless ``visual`` is
-        false) every checkpoint."""
+        false) every checkpoint. With ``evidence``, the replay's screenshots and its report
+        (``replay.json``: every action's grounding, verdict and reasoning) are kept there."""
         executor = Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
         with tempfile.TemporaryDirectory(prefix="iwr-proof-") as tmp:
-            evidence = Path(tmp)
+            if evidence is not None:
+                evidence.mkdir(parents=True, exist_ok=True)
+            evidence = evidence or Path(tmp)
             replay = await executor.replay(task, task.folder / REFERENCE_DIR, evidence)
+            (evidence / "replay.json").write_text(replay.model_dump_json(indent=1))
             identical = await anyio.to_thread.run_sync(_pixel_identical, task, replay, evidence)
             scores: dict[int, float] = {}
             unscored: list[str] = []

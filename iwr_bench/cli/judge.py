@@ -34,6 +34,11 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--out", type=Path, required=True, help="where eval.json and evidence go")
     p.add_argument("--only", help="comma-separated task ids to keep")
     p.add_argument(
+        "--models",
+        metavar="NAME,...",
+        help="judge only these model folders (names as under <pages>/<id>/, any spelling)",
+    )
+    p.add_argument(
         "--plugin",
         action="append",
         default=[],
@@ -106,6 +111,19 @@ def _config(args: argparse.Namespace, models: list[str]) -> RunConfig:
     return parse_run_config(data, "options")
 
 
+def _chosen(models: list[str], wanted: str, pages: Path) -> list[str]:
+    """The model folders ``--models`` names, in its order (one line naming any not found)."""
+    by_key = {model_key(m): m for m in models}
+    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    missing = [n for n in names if model_key(n) not in by_key]
+    if missing or not names:
+        raise UserError(
+            f"--models: no folder {', '.join(map(repr, missing)) or 'named'} under {pages}/<id>/ "
+            f"(found: {', '.join(models)})"
+        )
+    return list(dict.fromkeys(by_key[model_key(n)] for n in names))
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     """Judge every (task, model) page; a missing page scores 0 (default) or is left out (official)."""
     for name in ("pages_at_once", "judge_calls"):
@@ -117,6 +135,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     models = page_models(args.pages, [t.id for t in tasks])
     if not models:
         raise UserError(f"no pages under {args.pages} (expected <id>/<model>/index.html)")
+    if args.models:
+        models = _chosen(models, args.models, args.pages)
     config = _config(args, models)
     layout = RunLayout(
         args.out,

@@ -44,7 +44,18 @@ def cmd_record(args: argparse.Namespace) -> int:
     script = load_script(args.script)
     prover = OracleProver(min_visual=args.min_visual)
     config = RecordConfig(fps=args.fps)
-    done = anyio.run(lambda: record(args.site, script, args.out, stem=args.stem, config=config, prove=prover))
+    print(f"recording task {script.id}: {len(script.actions)} step(s) on {args.site}", flush=True)
+    done = anyio.run(
+        lambda: record(
+            args.site,
+            script,
+            args.out,
+            stem=args.stem,
+            config=config,
+            prove=prover,
+            progress=lambda line: print(line, flush=True),
+        )
+    )
     for warning in done.warnings:
         print(f"warning: {warning}")
     task = load_tasks(done.folder).by_id(script.id)

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -167,9 +168,16 @@ class OracleProof(BaseModel):
 class Prover(Protocol):
     """Judges a staged task's reference page on ``pool`` (see ``iwr_bench.agents.proof``)."""
 
-    async def __call__(self, task: Task, pool: PagePool) -> OracleProof:
-        """The proof of ``task``."""
+    async def __call__(self, task: Task, pool: PagePool, *, evidence: Path | None = None) -> OracleProof:
+        """The proof of ``task``; with ``evidence``, its screenshots and replay report stay there."""
         ...
+
+
+Progress = Callable[[str], None]
+"""Receives one line per recording step (``iwr record`` prints them)."""
+
+FAILED_DIR = ".failed"
+"""Folder of ``out_root`` where a task that did not prove itself is kept, with the proof's evidence."""
 
 
 class Recorded(BaseModel):
@@ -200,6 +208,7 @@ async def record(
     config: RecordConfig | None = None,
     pool: PagePool | None = None,
     prove: Prover | None = None,
+    progress: Progress | None = None,
 ) -> Recorded:
     """Record ``script`` on ``site`` and write the task under ``out_root/<stem>/<id>``.
 
@@ -207,6 +216,10 @@ async def record(
     ``out_root/asset_maps/<id>.json`` maps original asset paths to anonymised names. With
     ``prove``, the staged task's reference page is judged first and the task is written only when
     it proves itself.
+
+    ``progress`` gets a line as each step is recorded and as the proof starts. A task that does
+    not prove itself is kept, with the proof's screenshots and replay report, under
+    ``out_root/.failed/<id>/`` (``task/`` and ``proof/``), and the error says where.
 
     Raises:
         RecordError: when a step cannot be performed, its expected text is absent, a request of
@@ -217,10 +230,11 @@ async def record(
     site = site.resolve()
     if not (site / "index.html").is_file():
         raise UserError(f"{site} has no index.html")
+    say = progress or (lambda line: None)
     if pool is None:
         async with PagePool(PoolConfig(size=1, settle=config.settle)) as own:
-            return await _record_with(own, site, script, out_root, stem, config, prove)
-    return await _record_with(pool, site, script, out_root, stem, config, prove)
+            return await _record_with(own, site, script, out_root, stem, config, prove, say)
+    return await _record_with(pool, site, script, out_root, stem, config, prove, say)
 
 
 async def _record_with(
@@ -231,8 +245,9 @@ async def _record_with(
     stem: str,
     config: RecordConfig,
     prove: Prover | None,
+    say: Progress,
 ) -> Recorded:
-    rec = await _perform(pool, site, script, config)
+    rec = await _perform(pool, site, script, config, say)
     warnings = [
         f"{_where(step, action)}: the recorder could not check the assertion "
         f"{action.logical_assertion!r} (no record.expect_text)"
@@ -240,19 +255,41 @@ async def _record_with(
         if action.unchecked_assertion
     ]
     staging = await anyio.to_thread.run_sync(_stage, site, out_root, config, rec)
+    evidence = staging.with_name(staging.name + "-proof")
     try:
-        proof = await prove(Task(rec.record, staging), pool) if prove is not None else None
+        proof = None
+        if prove is not None:
+            say(f"proving task {rec.record.id}: replaying its reference page with the offline judge")
+            started = time.perf_counter()
+            proof = await prove(Task(rec.record, staging), pool, evidence=evidence)
+            say(f"proof done in {time.perf_counter() - started:.1f} s")
         if proof is not None and proof.problems:
+            kept = await anyio.to_thread.run_sync(_keep_failed, staging, evidence, out_root, rec.record.id)
             raise RecordError(
                 f"task {rec.record.id} does not prove itself, so it was not written: "
                 + "; ".join(proof.problems)
+                + f". The recording and the proof's screenshots and replay report are in {kept}"
             )
         folder = await anyio.to_thread.run_sync(_commit, staging, out_root, stem, rec.record)
     except BaseException:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(staging, ignore_errors=True))
         raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(evidence, ignore_errors=True))
     return Recorded(folder=folder, warnings=warnings, proof=proof)
+
+
+def _keep_failed(staging: Path, evidence: Path, out_root: Path, task_id: int) -> Path:
+    """Move a task that did not prove itself, and its proof's evidence, to ``.failed/<id>/``."""
+    kept = out_root / FAILED_DIR / str(task_id)
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir(parents=True)
+    shutil.move(staging, kept / "task")
+    if evidence.is_dir():
+        shutil.move(evidence, kept / "proof")
+    return kept
 
 
 def _where(step: int, action: ScriptAction) -> str:
@@ -271,7 +308,9 @@ def determinism_of(site: Path, script: ActionScript, pool: PagePool) -> tuple[in
     return seed, clock
 
 
-async def _perform(pool: PagePool, site: Path, script: ActionScript, config: RecordConfig) -> _Recording:
+async def _perform(
+    pool: PagePool, site: Path, script: ActionScript, config: RecordConfig, say: Progress
+) -> _Recording:
     task_record = script.task_record()
     seed, clock = determinism_of(site, script, pool)
     details = task_record.recording_details.model_copy(update={"random_seed": seed, "clock_start_ms": clock})
@@ -284,7 +323,9 @@ async def _perform(pool: PagePool, site: Path, script: ActionScript, config: Rec
             reel = _Reel(tools, config.capture_interval)
             checkpoints = [await tools.screenshot()]
             await reel.hold(config.hold_initial)
+            total = len(script.actions)
             for step, action in enumerate(script.actions, start=1):
+                started = time.perf_counter()
                 await _act(tools, reel, action, step, config)
                 if action.record.wait:
                     await anyio.sleep(action.record.wait)
@@ -293,13 +334,28 @@ async def _perform(pool: PagePool, site: Path, script: ActionScript, config: Rec
                 if action.visual_evaluation_flag:
                     checkpoints.append(await tools.screenshot())
                 await reel.hold(config.hold_after)
+                say(
+                    f"step {step}/{total}: {action.type} {action.parameters.description!r} "
+                    f"({time.perf_counter() - started:.1f} s)"
+                )
             reel.cursor = None
             blocked = (await tools.page_state()).blocked_requests
     except PageFailure as exc:
         raise RecordError(f"the page failed while recording: {exc}") from exc
     if blocked:
+        urls = list(dict.fromkeys(b.url for b in blocked))
         names = ", ".join(f"{b.url} ({b.reason})" for b in blocked[:5])
-        raise RecordError(f"the sandbox blocked {len(blocked)} request(s) of the site: {names}")
+        listing = "\n".join(f"  {u}" for u in urls[:50]) + (
+            f"\n  ... and {len(urls) - 50} more" if len(urls) > 50 else ""
+        )
+        hint = (
+            "\nA task must work offline from its own folder. Save these files into the site folder "
+            "(for a font or icon CDN: the CSS and the files it names, or the npm package's dist "
+            "folder) and point the page at the local copies, then record again. The URLs needed:\n" + listing
+            if any(b.reason == "other origin" for b in blocked)
+            else ""
+        )
+        raise RecordError(f"the sandbox blocked {len(blocked)} request(s) of the site: {names}{hint}")
     return _Recording(checkpoints, reel, requests, task_record)
 
 

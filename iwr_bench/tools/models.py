@@ -152,6 +152,13 @@ class Element(BaseModel):
     """Visible text, trimmed and shortened."""
     role: str | None = None
     """Explicit or implicit ARIA role."""
+    hidden: bool = False
+    """Laid out but not drawn (``visibility: hidden``, or an opacity near 0 with its ancestors'):
+    a control a page shows on hover or focus. Grounders consider it only when nothing shown fits,
+    and the judge hovers it into view before acting on it."""
+    name: str | None = None
+    """Accessible name, as a screen reader finds it: ``aria-labelledby``, ``aria-label``, its
+    ``<label>``, an image's ``alt`` or an SVG ``<title>``, ``title``, ``placeholder`` (the first found)."""
     aria_label: str | None = None
     """``aria-label`` attribute."""
     placeholder: str | None = None
@@ -179,6 +186,10 @@ class Observation(BaseModel):
     """Interactive elements in document order."""
     elements_truncated: bool = False
     """True when more elements existed than the limit."""
+    width: float = 0.0
+    """Viewport width in CSS px, as the page measured it (0: not measured)."""
+    height: float = 0.0
+    """Viewport height in CSS px (0: not measured)."""
     text: str
     """Visible text of the page (``document.body.innerText``), shortened."""
     text_truncated: bool = False

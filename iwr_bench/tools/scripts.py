@@ -123,6 +123,24 @@ _OBSERVE = r"""
     summary: 'button' };
   const inputRole = { checkbox: 'checkbox', radio: 'radio', range: 'slider', button: 'button',
     submit: 'button', reset: 'button' };
+  const squash = (t) => String(t || '').replace(/\s+/g, ' ').trim();
+  const accName = (el, labels) => {  // what a screen reader announces, roughly in its order
+    const ids = (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean).slice(0, 4);
+    const by = squash(ids.map((id) => {
+      const ref = document.getElementById(id);
+      return ref ? ref.textContent.slice(0, 200) : '';
+    }).join(' '));
+    if (by) return by;
+    const aria = squash(el.getAttribute('aria-label'));
+    if (aria) return aria;
+    const label = squash(labels.join(' '));
+    if (label) return label;
+    const img = el.tagName === 'IMG' ? el : el.querySelector('img[alt]:not([alt=""])');
+    if (img && squash(img.getAttribute('alt'))) return squash(img.getAttribute('alt'));
+    const svgTitle = el.querySelector('svg title');
+    if (svgTitle && squash(svgTitle.textContent)) return squash(svgTitle.textContent);
+    return squash(el.getAttribute('title')) || squash(el.getAttribute('placeholder')) || null;
+  };
   const all = document.body ? document.body.getElementsByTagName('*') : [];
   const out = [], els = [];
   let truncated = false;
@@ -141,7 +159,14 @@ _OBSERVE = r"""
     const r = el.getBoundingClientRect();
     if (r.width < 1 || r.height < 1) continue;
     const cs = getComputedStyle(el);
-    if (cs.visibility === 'hidden' || cs.display === 'none' || cs.opacity === '0') continue;
+    if (cs.display === 'none') continue;
+    // laid out but not drawn: hidden, or faded out with its ancestors (a control shown on hover)
+    let shade = parseFloat(cs.opacity);
+    const root = document.documentElement;
+    for (let a = el.parentElement; a && shade >= 0.05 && a !== root; a = a.parentElement) {
+      shade *= parseFloat(getComputedStyle(a).opacity);
+    }
+    const hidden = cs.visibility === 'hidden' || !(shade >= 0.05);
     if (out.length >= MAX) { truncated = true; break; }
     const tag = cut(el.tagName.toLowerCase(), 40);
     const type = tag === 'input' ? cut((el.getAttribute('type') || 'text').toLowerCase(), 40) : null;
@@ -156,7 +181,7 @@ _OBSERVE = r"""
     }
     els.push(el);
     out.push({
-      index: out.length, tag, text, role,
+      index: out.length, tag, text, role, name: cut(accName(el, labels)), hidden,
       aria_label: cut(el.getAttribute('aria-label')), placeholder: cut(el.getAttribute('placeholder')),
       input_type: type, href: tag === 'a' ? cut(el.getAttribute('href')) : null, context: cut(context, 340),
       box: { x: r.x, y: r.y, width: r.width, height: r.height },
@@ -168,7 +193,8 @@ _OBSERVE = r"""
   const textTruncated = text.length > MAXTEXT;
   if (textTruncated) text = text.slice(0, MAXTEXT);
   return { url: cut(location.href, 2000), title: cut(document.title) || '', elements: out,
-           elements_truncated: truncated, text, text_truncated: textTruncated };
+           elements_truncated: truncated, text, text_truncated: textTruncated,
+           width: Number(W) || 0, height: Number(H) || 0 };
 })()
 """
 

@@ -318,6 +318,53 @@ async def test_a_request_the_site_cannot_answer_refuses_the_task(pool: PagePool,
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
 
+def _tiny(tmp_path: Path, head: str = "") -> tuple[Path, Path]:
+    """A one-button site and a one-step script with a checkpoint."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(f"<html><head>{head}</head><body><button id=b>Go</button></body></html>")
+    press = {
+        "type": "Press",
+        "parameters": {"description": "press Tab", "key": "Tab"},
+        "visual_evaluation_flag": True,
+    }
+    data = {"id": 9, "recording_details": {"resolution": "320x240"}, "actions": [press]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    return site, tmp_path / "s.yaml"
+
+
+async def test_a_failed_proof_keeps_its_evidence_and_says_where(pool: PagePool, tmp_path: Path) -> None:
+    site, script = _tiny(tmp_path)
+    lines: list[str] = []
+    strict = OracleProver(min_visual=1.01)  # no checkpoint can reach it: the proof fails
+    with pytest.raises(RecordError, match=r"does not prove itself.*are in .*\.failed/9") as failed:
+        await record(
+            site, load_script(script), tmp_path / "out", pool=pool, prove=strict, progress=lines.append
+        )
+    kept = tmp_path / "out" / ".failed" / "9"
+    assert str(kept) in str(failed.value)
+    assert (kept / "task" / "reference" / "index.html").is_file()  # the recording as staged
+    assert (kept / "proof" / "step_1.png").is_file()  # the proof's screenshot of the checkpoint
+    report = json.loads((kept / "proof" / "replay.json").read_text())
+    assert report["success_steps"] == 1 and report["actions"][0]["status"] == "ok"
+    assert not list((tmp_path / "out").glob(".staging-*"))  # nothing else left behind
+    assert lines[0].startswith("step 1/1: Press 'press Tab' (") and lines[1].startswith("proving task 9")
+
+
+async def test_a_page_that_needs_another_origin_lists_what_to_vendor(pool: PagePool, tmp_path: Path) -> None:
+    head = (
+        '<link rel="stylesheet" href="https://fonts.example.com/css2?family=Inter">'
+        '<script src="https://cdn.example.org/icons@1.0/dist/icons.js"></script>'
+    )
+    site, script = _tiny(tmp_path, head)
+    with pytest.raises(RecordError) as refused:
+        await record(site, load_script(script), tmp_path / "out", pool=pool)
+    message = str(refused.value)
+    assert "Save these files into the site folder" in message
+    assert "  https://fonts.example.com/css2?family=Inter" in message
+    assert "  https://cdn.example.org/icons@1.0/dist/icons.js" in message
+
+
 def test_script_errors_are_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(json.dumps(SCRIPT))
     del data["actions"][0]["record"]["selector"]

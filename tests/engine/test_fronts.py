@@ -59,3 +59,20 @@ def test_a_front_does_not_take_over_a_run_of_another_command(
     assert _gen_jobs(out) == {(1, "blank"): ("done", 1), (2, "blank"): ("done", 1)}
     assert main(["run", "--resume", str(out)]) == 2  # nor does `iwr run`
     assert "holds a run of `iwr generate`" in capsys.readouterr().err
+
+
+def test_judge_takes_only_the_models_named(
+    tasks_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = tmp_path / "pages"
+    for model in ("blank", "screenshot"):
+        argv = ["generate", "--tasks", str(tasks_root), "--out", str(pages), "--model", model, "--quiet"]
+        assert main(argv) == 0
+    out = tmp_path / "judged"
+    judge = ["judge", "--tasks", str(tasks_root), "--pages", str(pages), "--out", str(out), "--quiet"]
+    assert main([*judge, "--models", "nope,BLANK"]) == 2  # one line naming what is not there
+    assert "--models: no folder 'nope'" in capsys.readouterr().err
+    assert main([*judge, "--models", "BLANK"]) == 0  # any spelling of the folder's name
+    with RunStore.open_run(out, readonly=True) as store:
+        assert {j.model for j in store.jobs("judge")} == {"blank"}
+    assert sorted(p.parent.name for p in out.glob("*/*/eval.json")) == ["blank", "blank"]

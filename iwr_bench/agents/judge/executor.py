@@ -48,7 +48,7 @@ from iwr_bench.dataset.models import Action, typed_text
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import capability
 from iwr_bench.tools.errors import PageFailure, ToolRetry
-from iwr_bench.tools.models import PageSpec, Viewport, VisibleText
+from iwr_bench.tools.models import Observation, PageSpec, Viewport, VisibleText
 from iwr_bench.tools.pool import PagePool
 from iwr_bench.tools.tools import PageTools
 
@@ -254,6 +254,26 @@ class Executor:
                     raise _Failed("action_error", str(exc)) from exc
 
     async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
+        index, observation = await self._ground_once(tools, action, record)
+        target = next((e for e in observation.elements if e.index == index), None)
+        if target is not None and target.hidden:
+            # A control shown only on hover (a row's delete button): move the mouse there, as a
+            # person would, and look again.
+            record.tool_calls.append(f"hover({index})")
+            await tools.hover(index)
+            index, observation = await self._ground_once(tools, action, record)
+            target = next((e for e in observation.elements if e.index == index), None)
+            if target is not None and target.hidden:
+                raise _Failed(
+                    "element_not_found",
+                    f"the best match, {target.tag} #{index}, is not drawn and hovering did not show it",
+                )
+        record._acted_box = target.box if target is not None else None  # pyright: ignore[reportPrivateUsage]
+        return index
+
+    async def _ground_once(
+        self, tools: PageTools, action: Action, record: ActionRecord
+    ) -> tuple[int, Observation]:
         observation = await tools.observe()
         record.tool_calls.append("observe()")
         screenshot = None
@@ -271,10 +291,7 @@ class Executor:
         self._emit_grounded(record.index, request.description, grounding)
         if grounding.index is None:
             raise _Failed("element_not_found", grounding.reason)
-        record._acted_box = next(  # pyright: ignore[reportPrivateUsage]
-            (e.box for e in observation.elements if e.index == grounding.index), None
-        )
-        return grounding.index
+        return grounding.index, observation
 
     def _emit_grounded(self, index: int, description: str, grounding: Grounding) -> None:
         best = grounding.candidates[0] if grounding.candidates else None
