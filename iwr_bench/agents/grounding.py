@@ -317,17 +317,10 @@ class HeuristicGrounder:
         return grounding
 
     def ground(self, request: GroundingRequest) -> Grounding:
-        """Synchronous body of :meth:`__call__` (runs on a worker thread): among the elements shown,
-        then, when none fits, among those a hover or focus would show (see ``Element.hidden``)."""
-        shown = [el for el in request.observation.elements if not el.hidden]
-        found = self._ground(request, shown)
-        if found.index is None and len(shown) < len(request.observation.elements):
-            hidden = self._ground(request, request.observation.elements)
-            if hidden.index is not None:
-                return hidden
-        return found
-
-    def _ground(self, request: GroundingRequest, elements: list[Element]) -> Grounding:
+        """Synchronous body of :meth:`__call__` (runs on a worker thread). Elements a hover or
+        focus would show (see ``Element.hidden``) compete at :data:`_HIDDEN_WEIGHT` of their score,
+        so the delete button of the row the description names wins over a shown one of another row."""
+        elements = request.observation.elements
         if not elements:
             return Grounding(index=None, reason="the page has no interactive elements", grounder="heuristic")
         desc = request.description
@@ -335,7 +328,7 @@ class HeuristicGrounder:
             list(self._semantic_scores(desc, elements)) if self.semantic else [None] * len(elements)
         )
         scored = [
-            (self._score(desc, request.action_type, el, sem), el)
+            (self._score(desc, request.action_type, el, sem) * (_HIDDEN_WEIGHT if el.hidden else 1.0), el)
             for el, sem in zip(elements, semantic, strict=True)
         ]
         visual = self._visual_scores(request)
@@ -364,6 +357,19 @@ class HeuristicGrounder:
         candidates = [
             Candidate(index=el.index, score=round(s, 4), label=element_label(el)) for s, el in scored[:5]
         ]
+        editable = [el for el in elements if is_editable(el) and el.in_viewport and not el.hidden]
+        unquoted = not split_quoted(desc)[0]  # a quoted label that nothing shows is a real miss
+        if best_score < self.threshold and request.action_type == "Type" and unquoted and len(editable) == 1:
+            only = editable[0]  # "the new todo box": the one box on screen a person can type in
+            own = next(s for s, el in scored if el.index == only.index)
+            return Grounding(
+                index=only.index,
+                score=round(own, 4),
+                reason=f"{element_kind(only) or only.tag} {element_label(only)!r}: the only field on "
+                f"screen that takes text (its label scored {own:.2f})",
+                candidates=candidates,
+                grounder="heuristic",
+            )
         if best_score < self.threshold:
             return Grounding(
                 index=None,
@@ -427,7 +433,10 @@ class HeuristicGrounder:
         if name and name.lower() != visible:  # an icon's name ("Rate 4"): visible text wins ties
             lexical = max(lexical, _NAME_WEIGHT * _lexical(name.lower(), quoted, _content(words)))
         if glyph := glyph_words(el.text):  # what a person calls the icon drawn: "gear", "star"
-            lexical = max(lexical, _GLYPH_WEIGHT * _lexical(glyph, quoted, _content(words)))
+            content = _content(words)
+            shared = _content(glyph.split()) & content  # any one name of the icon will do
+            if shared:
+                lexical = max(lexical, _GLYPH_WEIGHT * (0.7 + 0.3 * len(shared) / len(content)))
         kind = element_kind(el)
         named_kinds = {k for k, vocab in _ROLE_WORDS.items() if vocab & set(words)}
         role = 1.0 if kind in named_kinds else (0.5 if not named_kinds else 0.0)
@@ -461,6 +470,8 @@ class HeuristicGrounder:
         return best_score, best
 
 
+_HIDDEN_WEIGHT = 0.97
+"""A control not drawn until hovered scores a little less than the same control drawn."""
 _NAME_WEIGHT = 0.97
 """An accessible name that is not the visible text matches a little less than the same visible text."""
 
@@ -497,15 +508,45 @@ _GLYPH_NOISE_WORDS = (
 _GLYPH_NOISE = frozenset(_GLYPH_NOISE_WORDS.split())
 
 
+_GLYPH_MEANINGS = {
+    "\u00d7": "x close delete remove",
+    "\u2715": "x close delete remove",
+    "\u2716": "x close delete remove",
+    "\u2717": "x close delete remove",
+    "\U0001f5d1": "trash bin delete remove",
+    "\u2699": "settings",
+    "\u2630": "menu",
+    "\u22ee": "more menu",
+    "\U0001f50d": "search",
+    "\u270e": "edit",
+    "\u270f": "edit",
+    "\u2605": "rate favourite",
+    "\u2606": "rate favourite",
+    "\u2665": "like favourite",
+    "\u2661": "like favourite",
+    "\u2764": "like favourite",
+    "+": "add plus new",
+    "\u2212": "minus remove",
+    "\u2713": "check done",
+    "\u2714": "check done",
+    "\u2190": "back previous",
+    "\u2192": "next forward",
+}
+"""What people call the commonest icon glyphs, beside their Unicode names (escaped, since the
+glyphs themselves may not render in an editor)."""
+
+
 def glyph_words(text: str) -> str:
-    """The Unicode names of an icon-only label's symbols ("⚙": "gear", "★": "star"),
-    without weights and colours; empty when the label has a letter or digit."""
+    """What an icon-only label's symbols are called: their Unicode names (a gear, a star) without
+    weights and colours, and what the commonest mean (the multiplication sign: x, close, delete,
+    remove); empty when the label has a letter or digit."""
     chars = [c for c in text if not c.isspace()]
     if not chars or len(chars) > 4 or any(c.isalnum() for c in chars):
         return ""
     words: list[str] = []
     for c in chars:
         words.extend(w for w in unicodedata.name(c, "").lower().split() if w not in _GLYPH_NOISE)
+        words.extend(_GLYPH_MEANINGS.get(c, "").split())
     return " ".join(dict.fromkeys(words))
 
 
@@ -536,12 +577,15 @@ def _context_score(desc: str, el: Element) -> float:
     context = el.context.lower()
     label_words = _content(_words(element_label(el)))
     extra = _content(_words(_QUOTED.sub(" ", desc))) - label_words
-    _, near = split_quoted(desc)
+    quoted, near = split_quoted(desc)
+    label = element_label(el).lower()
     parts: list[float] = []
     if extra:
         context_words = _content(_words(context))
         parts.append(len(extra & context_words) / len(extra))
     parts.extend(1.0 if phrase in context else 0.0 for phrase in near)
+    # a quoted text the label does not hold names the row around it ("the x of 'Call the plumber'")
+    parts.extend(1.0 if q in context else 0.0 for q in quoted if q and q not in label)
     return sum(parts) / len(parts) if parts else 0.0
 
 

@@ -59,12 +59,14 @@ _CENTER_JS = r"""
 (() => {
   const el = document.querySelector(%s);
   if (!el) return null;
-  let r = el.getBoundingClientRect();
+  let at = el;  // not displayed (shown on hover): its nearest displayed ancestor
+  while (at.parentElement && at.getClientRects().length === 0) at = at.parentElement;
+  let r = at.getBoundingClientRect();
   if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) {
-    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-    r = el.getBoundingClientRect();
+    at.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    r = at.getBoundingClientRect();
   }
-  return { x: r.left + r.width / 2, y: r.top + r.height / 2 };
+  return { x: r.left + r.width / 2, y: r.top + r.height / 2, hidden: at !== el };
 })()
 """
 _SCROLL_TOP_JS = "document.querySelector(%s).scrollTop"
@@ -398,6 +400,12 @@ async def _locate(tools: PageTools, action: ScriptAction, where: str) -> tuple[i
         return -1, (hints.x, hints.y)
     selector = json.dumps(hints.selector)
     center = await tools.tab.evaluate(_CENTER_JS % selector)
+    if isinstance(center, dict) and center.get("hidden"):  # pyright: ignore[reportUnknownMemberType]
+        # shown on hover: move the mouse over its row first, as the person recorded does
+        x, y = float(center["x"]), float(center["y"])  # pyright: ignore[reportUnknownArgumentType]
+        await tools.tab.mouse("mouseMoved", x, y)
+        await tools.wait_settled("action")
+        center = await tools.tab.evaluate(_CENTER_JS % selector)
     if not isinstance(center, dict):
         raise RecordError(f"{where}: selector {hints.selector!r} matches nothing on the page")
     point = (float(center["x"]), float(center["y"]))  # pyright: ignore[reportUnknownArgumentType]

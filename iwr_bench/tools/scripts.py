@@ -156,23 +156,38 @@ _OBSERVE = r"""
       if (p && getComputedStyle(p).cursor === 'pointer') continue;
       hit = true;
     }
-    const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1) continue;
+    let r = el.getBoundingClientRect();
     const cs = getComputedStyle(el);
-    if (cs.display === 'none') continue;
+    let undisplayed = false;
+    if (cs.display === 'none') {
+      // a control a rule like "li:hover .destroy { display: block }" shows: listed as not drawn,
+      // at its parent's place (where a person would move the mouse), when the parent is drawn
+      const p = el.parentElement;
+      if (!el.matches(SEL) || !p || p === document.body || p.getClientRects().length === 0) continue;
+      r = p.getBoundingClientRect();
+      undisplayed = true;
+    }
+    if (r.width < 1 || r.height < 1) continue;
     // laid out but not drawn: hidden, or faded out with its ancestors (a control shown on hover)
     let shade = parseFloat(cs.opacity);
     const root = document.documentElement;
     for (let a = el.parentElement; a && shade >= 0.05 && a !== root; a = a.parentElement) {
       shade *= parseFloat(getComputedStyle(a).opacity);
     }
-    const hidden = cs.visibility === 'hidden' || !(shade >= 0.05);
+    const hidden = undisplayed || cs.visibility === 'hidden' || !(shade >= 0.05);
     if (out.length >= MAX) { truncated = true; break; }
     const tag = cut(el.tagName.toLowerCase(), 40);
     const type = tag === 'input' ? cut((el.getAttribute('type') || 'text').toLowerCase(), 40) : null;
     const role = cut(el.getAttribute('role') || implicit[tag] ||
       (type ? (inputRole[type] || 'textbox') : null), 40);
-    const text = cut(String(el.innerText || el.value || '').slice(0, 4000).replace(/\s+/g, ' ').trim(), 80);
+    const valued = el.value !== undefined && !['checkbox', 'radio'].includes(type);  // not a box's "on"
+    const drawn = (pseudo) => {  // an icon drawn by CSS: content: "\00d7"
+      const c = getComputedStyle(el, pseudo).content;
+      return c && c.length <= 8 && /^["'].+["']$/.test(c) ? c.slice(1, -1) : '';
+    };
+    const raw = String(el.innerText || (valued && el.value) || drawn('::before') || drawn('::after') || '')
+      .slice(0, 4000);
+    const text = cut(raw.replace(/\s+/g, ' ').trim(), 80);
     const labels = el.labels && el.labels.length ? Array.from(el.labels, (l) => cut(l.innerText, 80)) : [];
     let context = labels.length ? cut(labels.join(' '), 160) + ' | ' : '';
     for (let a = el.parentElement, k = 0; a && a !== document.body && k < 6; a = a.parentElement, k++) {
@@ -215,10 +230,12 @@ _POINT = r"""
   const el = st.els[%(index)d];
   if (!el) return { error: 'out_of_range', count: st.els.length };
   if (!el.isConnected) return { error: 'stale' };
-  let r = el.getBoundingClientRect();
+  let at = el;  // an element not displayed (shown on hover) is pointed at through its parent
+  while (at.parentElement && at.getClientRects().length === 0) at = at.parentElement;
+  let r = at.getBoundingClientRect();
   if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) {
-    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-    r = el.getBoundingClientRect();
+    at.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    r = at.getBoundingClientRect();
   }
   if (%(select)s && typeof el.select === 'function') { el.focus(); el.select(); }
   const x = Math.min(Math.max(r.left + r.width / 2, 0), innerWidth - 1);

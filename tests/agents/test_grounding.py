@@ -127,3 +127,30 @@ async def test_clip_looks_at_element_crops(tmp_path: Path, seed: int) -> None:
     assert (await grounder(request)).index == expected
     without = await grounder(request.model_copy(update={"screenshot": None}))
     assert without.index == 2  # no screenshot: the lexical tie goes to the first one
+
+
+async def test_an_icon_is_read_by_what_people_call_it_and_the_only_box_takes_the_text() -> None:
+    page = Observation(
+        url="http://127.0.0.1/",
+        title="todos",
+        text="",
+        elements=[
+            _el(0, "input", placeholder="What needs to be done?", input_type="text", role="textbox"),
+            _el(1, "button", "\u00d7", y=100, role="button", context="Buy milk"),
+            _el(2, "button", "\u00d7", y=150, role="button", context="Call the plumber"),
+            _el(3, "button", "Clear completed", y=300, role="button"),
+        ],
+    )
+    grounder = HeuristicGrounder(semantic=False)
+
+    async def ground(description: str, action: str = "Click") -> int | None:
+        return (
+            await grounder(GroundingRequest(description=description, action_type=action, observation=page))
+        ).index
+
+    # the multiplication sign is an x, a close or delete button; the quoted row text picks the row
+    assert await ground("the delete (x) button of the 'Call the plumber' todo") == 2
+    assert await ground("the x next to 'Buy milk'") == 1
+    # one box on screen takes text: "the new todo box" is it, whatever its placeholder says
+    assert await ground("the new todo box", "Type") == 0
+    assert await ground("the settings gear") is None  # and nothing is made up for a Click

@@ -21,12 +21,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.anyio]
 LIST = """<!doctype html><html><head><style>
 body { margin: 0; font: 16px sans-serif } li { display: flex; gap: 12px; padding: 6px; width: 300px }
 li .del { opacity: 0 } li:hover .del { opacity: 1 } .ghost { opacity: 0 }
+.todo .destroy { display: none } .todo:hover .destroy { display: inline-block }
 </style></head><body><h1>Shopping</h1><ul>
 <li><span>Bread</span><button class=del aria-label="Delete Bread">&#10005;</button></li>
 <li><span>Milk</span><button class=del aria-label="Delete Milk">&#10005;</button></li>
-</ul><div class=ghost><button>Archive everything</button></div>
+</ul><ul><li class=todo><span>Walk the dog</span>
+<button class=destroy aria-label="Remove todo">x</button></li></ul>
+<div class=ghost><button>Archive everything</button></div>
 <script>
-document.querySelectorAll('.del').forEach((b) => b.onclick = () => b.parentElement.remove());
+document.querySelectorAll('.del, .destroy').forEach((b) => b.onclick = () => b.parentElement.remove());
 document.querySelector('.ghost button').onclick = () => document.body.append('archived');
 </script></body></html>"""
 
@@ -41,12 +44,18 @@ async def test_a_hover_revealed_button_is_hovered_then_clicked(pool: PagePool, t
     executor = Executor(pool, HeuristicGrounder(semantic=False), HeuristicAssertionJudge())
     async with pool.page(PageSpec(page=str(page), viewport=Viewport(width=640, height=400))) as tools:
         hidden = [e for e in (await tools.observe()).elements if e.hidden]
-        assert {e.name for e in hidden} == {"Delete Bread", "Delete Milk", None}  # listed, as not drawn
+        # listed, as not drawn: faded out, not displayed (at its row's place), in a faded container
+        assert {e.name for e in hidden} == {"Delete Bread", "Delete Milk", "Remove todo", None}
         action, record = _action("the delete button of the 'Milk' row")
         await executor._perform(tools, action, record)  # pyright: ignore[reportPrivateUsage]
         assert any(call.startswith("hover(") for call in record.tool_calls), record.tool_calls
         text = (await tools.observe()).text
     assert "Milk" not in text and "Bread" in text
+    async with pool.page(PageSpec(page=str(page), viewport=Viewport(width=640, height=400))) as tools:
+        action, record = _action("the remove button of the 'Walk the dog' todo")
+        await executor._perform(tools, action, record)  # pyright: ignore[reportPrivateUsage]
+        assert any(call.startswith("hover(") for call in record.tool_calls), record.tool_calls
+        assert "Walk the dog" not in (await tools.observe()).text
 
 
 async def test_a_control_that_stays_invisible_is_not_clicked(pool: PagePool, tmp_path: Path) -> None:

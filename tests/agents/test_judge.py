@@ -136,3 +136,8 @@ def test_wording_the_judge_must_read_as_a_person_does() -> None:
         assert decide(wording, "steer", "steer cold", changed=True).verdict == "no", wording
     # "step 1" says which step: 1 is not a value the step must show.
     assert evidence_tokens("step 1 is struck through and the footer reads 3") == ["3"]
+    # A quoted landmark ("under 'Buy milk'") must be shown but is not what changed.
+    landmark = "'Call the plumber' appears under 'Buy milk'"
+    assert decide(landmark, "Buy milk", "Buy milk\nCall the plumber", changed=True).verdict == "yes"
+    assert decide(landmark, "Buy milk", "Buy milk", changed=True).verdict == "no"
+    assert decide(landmark, "Buy milk", "Call the plumber", changed=True).verdict == "no"

@@ -72,6 +72,14 @@ CASES = {
         PLAIN_SWITCH.format("#c9cce0", "#4f46e5"),
         {},
     ),
+    "only": (  # state classes on the rows ("done") do not make them another list
+        "only 'Water the plants' is shown",
+        "<ul><li><label>Buy milk</label></li><li><label>Water the plants</label></li></ul>",
+        "<ul><li class=done><label style='display:none'>Buy milk</label></li>"
+        "<li><label>Water the plants</label></li></ul>",
+        "<ul><li class=done><label>Buy milk</label></li><li><label>Water the plants</label></li></ul>",
+        {},
+    ),
     "colour": (
         "the pill turns green",
         PILL.format("#fde68a"),

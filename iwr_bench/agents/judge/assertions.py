@@ -171,6 +171,7 @@ def _looks(
         background_before=seen_before.background if seen_before else None,
         background_after=seen_after.background if seen_after else None,
         acted=acted,
+        assertion=parsed.text,
     )
     held: list[str] = []
     failed: list[str] = []

@@ -40,6 +40,12 @@ _NAMED_BY_NUMBER = re.compile(
     r"(?:^|\b(?:the|a|an|of|to|on|in|at)\s+|^\s*)(?:step|item|row|column|photo|picture|image|slide|"
     r"level|round|question|task|lane|option|player|tab|entry|stage|chapter|day)\s+$"
 )
+_AT_PLACE = re.compile(
+    r"\b(?:under|below|above|beneath|beside|next to|after|before|near|inside|within|in|on|into|onto|"
+    r"over|at)\s+(?:the\s+)?$"
+)
+"""Before a quoted text that says where something is ("appears under 'Buy milk'"): it must be shown,
+but it is not what the clause says changed."""
 _INTO = re.compile(r"\b(?:merge|merges|merged|combine|combines|combined|turn|turns)\s+into\b")
 _CLAUSE = re.compile(r";|,(?!\d)| and | but | while | then ")
 _VERB = (
@@ -93,6 +99,8 @@ class Parsed:
     """Checkable claims, in order."""
     unchecked: list[str]
     """Clauses that say something the text cannot show (trimmed)."""
+    text: str = ""
+    """The whole assertion."""
 
 
 def parse(assertion: str) -> Parsed:
@@ -106,7 +114,7 @@ def parse(assertion: str) -> Parsed:
             claims.extend(found)
         elif _says_something(clause):
             unchecked.append(re.sub(r"\s+(?:and|but|while|then)\s*$", "", clause).strip(" .:,;"))
-    return Parsed(claims, unchecked)
+    return Parsed(claims, unchecked, assertion)
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:
@@ -134,6 +142,9 @@ def _claims_in(assertion: str, start: int, end: int) -> list[Claim]:
             out.append(Claim(token, clause, bool(quoted), gone=True))
             continue
         new = _REPLACED_NEW.search(head) is not None or _REPLACES.search(masked[m.end() :]) is not None
+        if quoted and not new and _AT_PLACE.search(head):
+            out.append(Claim(token, clause, True))  # a landmark ("under 'Buy milk'"): shown, not new
+            continue
         claim = Claim(token, clause, bool(quoted), gone=gone and not new, change=(change or new) and not gone)
         if claim.bare:
             claim.subject = _subject(low[: m.start()]) or _kind(low[: m.start()], low[m.end() :])

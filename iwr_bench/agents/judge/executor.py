@@ -48,7 +48,7 @@ from iwr_bench.dataset.models import Action, typed_text
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import capability
 from iwr_bench.tools.errors import PageFailure, ToolRetry
-from iwr_bench.tools.models import Observation, PageSpec, Viewport, VisibleText
+from iwr_bench.tools.models import Element, Observation, PageSpec, Viewport, VisibleText
 from iwr_bench.tools.pool import PagePool
 from iwr_bench.tools.tools import PageTools
 
@@ -256,14 +256,14 @@ class Executor:
     async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
         index, observation = await self._ground_once(tools, action, record)
         target = next((e for e in observation.elements if e.index == index), None)
-        if target is not None and target.hidden:
+        if target is not None and target.hidden and not _drawn_by_another(target):
             # A control shown only on hover (a row's delete button): move the mouse there, as a
             # person would, and look again.
             record.tool_calls.append(f"hover({index})")
             await tools.hover(index)
             index, observation = await self._ground_once(tools, action, record)
             target = next((e for e in observation.elements if e.index == index), None)
-            if target is not None and target.hidden:
+            if target is not None and target.hidden and not _drawn_by_another(target):
                 raise _Failed(
                     "element_not_found",
                     f"the best match, {target.tag} #{index}, is not drawn and hovering did not show it",
@@ -353,6 +353,12 @@ class Executor:
             failure: FailureClass = "judge_error" if verdict.verdict == "error" else "assertion_failed"
             raise _Failed(failure, f"{verdict.verdict}: {verdict.reasoning}")
         return verdict.verdict
+
+
+def _drawn_by_another(element: Element) -> bool:
+    """A transparent checkbox, radio or file input over a box the page draws itself (TodoMVC's
+    round ticks): a person clicks the drawn box, and the input gets the click."""
+    return element.tag == "input" and element.input_type in ("checkbox", "radio", "file")
 
 
 def _checkpoint(task: Task, index: int) -> str | None:

@@ -139,6 +139,8 @@ class States:
     background_after: str | None = None
     acted: BoundingBox | None = None
     """Where the element the action touched stood before it (None: unknown, or a key press)."""
+    assertion: str = ""
+    """The whole assertion the clause comes from."""
 
 
 _STOP_TEXT = (
@@ -581,7 +583,39 @@ def _size(clause: str, s: States) -> Verdict | None:
     return "no", f"{_short([r for r, _ in pairs])} ({found.how}) not drawn {word}"
 
 
-RULES: tuple[Rule, ...] = (_strike, _toggle, _colour, _frame, _appear, _move, _size)
+_ONLY = re.compile(r"\bonly\b")
+
+
+def _row(block: Block) -> tuple[str, ...] | None:
+    """Where a block stands in a list: its own tag and classes, and the tags of its two nearest
+    ancestors, whose state classes do not count ("li.completed" is still an "li"); None when the
+    chain is too short."""
+    chain = block.label.split(" < ")
+    if len(chain) < 3:
+        return None
+    own = re.sub(r"#[^.\[]*", "", chain[0])
+    return (own, *(part.split(".")[0].split("#")[0].split("[")[0] for part in chain[1:3]))
+
+
+def _only(clause: str, s: States) -> Verdict | None:
+    """ "only 'Water the plants' is shown": no other item of the same list stays on screen."""
+    if not _ONLY.search(QUOTED.sub(" ", clause.lower())) or not QUOTED.search(clause):
+        return None
+    quoted = [_norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
+    hits = [b for b in s.after if any(q in _norm(b.text) for q in quoted)]
+    # every text the whole assertion quotes may stay ("only 'A' and 'B' are shown")
+    quoted += [_norm(m.group(1)) for m in QUOTED.finditer(s.assertion) if m.group(1).strip()]
+    rows = {r for b in hits if (r := _row(b)) is not None}
+    if not hits or len(rows) != 1:
+        return None
+    (row,) = rows
+    others = [b for b in s.after if _row(b) == row and not any(q in _norm(b.text) for q in quoted)]
+    if others:
+        return "no", f"besides {_short(hits)}, the same list still shows {_short(others)}"
+    return "ok", f"{_short(hits)} is the only item of its list on screen"
+
+
+RULES: tuple[Rule, ...] = (_strike, _toggle, _colour, _frame, _appear, _move, _size, _only)
 """The look rules, each deciding a kind of claim (or answering nothing)."""
 
 
