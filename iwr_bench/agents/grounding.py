@@ -426,14 +426,14 @@ class HeuristicGrounder:
     @staticmethod
     def _score(desc: str, action: str, el: Element, semantic: float | None) -> float:
         words = _words(desc)
+        content = _content(words)
         quoted, _ = split_quoted(desc)
         visible = element_label(el).lower()
-        lexical = _lexical(visible, quoted, _content(words))
+        lexical = _lexical(visible, quoted, content)
         name = accessible_name(el)
         if name and name.lower() != visible:  # an icon's name ("Rate 4"): visible text wins ties
-            lexical = max(lexical, _NAME_WEIGHT * _lexical(name.lower(), quoted, _content(words)))
+            lexical = max(lexical, _NAME_WEIGHT * _lexical(name.lower(), quoted, content))
         if glyph := glyph_words(el.text):  # what a person calls the icon drawn: "gear", "star"
-            content = _content(words)
             shared = _content(glyph.split()) & content  # any one name of the icon will do
             if shared:
                 lexical = max(lexical, _GLYPH_WEIGHT * (0.7 + 0.3 * len(shared) / len(content)))
@@ -575,10 +575,9 @@ def _context_score(desc: str, el: Element) -> float:
     if not el.context:
         return 0.0
     context = el.context.lower()
-    label_words = _content(_words(element_label(el)))
-    extra = _content(_words(_QUOTED.sub(" ", desc))) - label_words
-    quoted, near = split_quoted(desc)
     label = element_label(el).lower()
+    extra = _content(_words(_QUOTED.sub(" ", desc))) - _content(_words(label))
+    quoted, near = split_quoted(desc)
     parts: list[float] = []
     if extra:
         context_words = _content(_words(context))

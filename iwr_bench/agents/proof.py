@@ -52,11 +52,12 @@ class OracleProver:
         (``replay.json``: every action's grounding, verdict and reasoning) are kept there."""
         executor = Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
         with tempfile.TemporaryDirectory(prefix="iwr-proof-") as tmp:
-            if evidence is not None:
-                evidence.mkdir(parents=True, exist_ok=True)
+            keep = evidence is not None
             evidence = evidence or Path(tmp)
+            evidence.mkdir(parents=True, exist_ok=True)
             replay = await executor.replay(task, task.folder / REFERENCE_DIR, evidence)
-            (evidence / "replay.json").write_text(replay.model_dump_json(indent=1))
+            if keep:
+                (evidence / "replay.json").write_text(replay.model_dump_json(indent=1))
             identical = await anyio.to_thread.run_sync(_pixel_identical, task, replay, evidence)
             scores: dict[int, float] = {}
             unscored: list[str] = []

@@ -48,6 +48,7 @@ from iwr_bench.errors import UserError
 from iwr_bench.tools.errors import PageFailure, ToolRetry
 from iwr_bench.tools.models import PageSpec, SettleConfig, Viewport
 from iwr_bench.tools.pool import PagePool, PoolConfig, html_seed
+from iwr_bench.tools.scripts import AIM_JS
 from iwr_bench.tools.tools import PageTools
 
 PLACEHOLDER = "__PLACEHOLDER_ASSETS_BASE_DIR__"
@@ -55,20 +56,17 @@ PLACEHOLDER = "__PLACEHOLDER_ASSETS_BASE_DIR__"
 _INDEX_OF_JS = (
     "(() => { const el = document.querySelector(%s); return el ? window.__iwr__.els.indexOf(el) : -2; })()"
 )
-_CENTER_JS = r"""
-(() => {
+_CENTER_JS = (
+    "(() => {"
+    + AIM_JS
+    + """
   const el = document.querySelector(%s);
   if (!el) return null;
-  let at = el;  // not displayed (shown on hover): its nearest displayed ancestor
-  while (at.parentElement && at.getClientRects().length === 0) at = at.parentElement;
-  let r = at.getBoundingClientRect();
-  if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) {
-    at.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-    r = at.getBoundingClientRect();
-  }
-  return { x: r.left + r.width / 2, y: r.top + r.height / 2, hidden: at !== el };
+  const { r, through } = aim(el);  // not displayed (shown on hover): its displayed parent's box
+  return { x: r.left + r.width / 2, y: r.top + r.height / 2, hidden: through };
 })()
 """
+)
 _SCROLL_TOP_JS = "document.querySelector(%s).scrollTop"
 _HAS_TEXT_JS = "document.body ? document.body.innerText.includes(%s) : false"
 

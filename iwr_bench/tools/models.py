@@ -153,9 +153,10 @@ class Element(BaseModel):
     role: str | None = None
     """Explicit or implicit ARIA role."""
     hidden: bool = False
-    """Laid out but not drawn (``visibility: hidden``, or an opacity near 0 with its ancestors'):
-    a control a page shows on hover or focus. Grounders consider it only when nothing shown fits,
-    and the judge hovers it into view before acting on it."""
+    """Not drawn (``display: none`` under a drawn parent, whose box it then gets; ``visibility:
+    hidden``; or an opacity near 0 with its ancestors'): a control a page shows on hover or focus.
+    The heuristic grounder scores it a little lower than a drawn one, and the judge hovers it into
+    view before acting on it."""
     name: str | None = None
     """Accessible name, as a screen reader finds it: ``aria-labelledby``, ``aria-label``, its
     ``<label>``, an image's ``alt`` or an SVG ``<title>``, ``title``, ``placeholder`` (the first found)."""

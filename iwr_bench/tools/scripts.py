@@ -223,20 +223,30 @@ def observe_script(max_elements: int, max_text: int, max_string: int = 200) -> s
     return _OBSERVE % {"max": max_elements, "maxtext": max_text, "maxstr": max_string}
 
 
-_POINT = r"""
-(() => {
-  const st = window.__iwr__;
-  if (!st || !st.gen) return { error: 'no_observation' };
-  const el = st.els[%(index)d];
-  if (!el) return { error: 'out_of_range', count: st.els.length };
-  if (!el.isConnected) return { error: 'stale' };
-  let at = el;  // an element not displayed (shown on hover) is pointed at through its parent
+AIM_JS = r"""
+const aim = (el) => {  // where to point at el: its box, scrolled into view; an element not
+  let at = el;         // displayed (shown on hover) is pointed at through its displayed parent
   while (at.parentElement && at.getClientRects().length === 0) at = at.parentElement;
   let r = at.getBoundingClientRect();
   if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) {
     at.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
     r = at.getBoundingClientRect();
   }
+  return { r, through: at !== el };
+};
+"""
+"""JavaScript defining ``aim(el)``: the box to point at to reach ``el`` (the click tools and the
+recorder use it)."""
+
+_POINT = r"""
+(() => {
+  %(aim)s
+  const st = window.__iwr__;
+  if (!st || !st.gen) return { error: 'no_observation' };
+  const el = st.els[%(index)d];
+  if (!el) return { error: 'out_of_range', count: st.els.length };
+  if (!el.isConnected) return { error: 'stale' };
+  const { r } = aim(el);
   if (%(select)s && typeof el.select === 'function') { el.focus(); el.select(); }
   const x = Math.min(Math.max(r.left + r.width / 2, 0), innerWidth - 1);
   const y = Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1);
@@ -247,7 +257,7 @@ _POINT = r"""
 
 def point_script(index: int, select: bool = False) -> str:
     """Script returning the click point of element ``index`` (or ``{error: ...}``)."""
-    return _POINT % {"index": int(index), "select": "true" if select else "false"}
+    return _POINT % {"index": int(index), "select": "true" if select else "false", "aim": AIM_JS}
 
 
 _SCROLL_PROBE = r"""
@@ -460,18 +470,21 @@ _VISIBLE_TEXT = r"""
     if (!ids.has(el)) ids.set(el, ids.size);
     return ids.get(el);
   };
+  const tagOf = (a, attrs) => {  // "li#id.class.other[aria-label value]"
+    let b = a.tagName.toLowerCase();
+    if (a.id) b += '#' + a.id;
+    const cls = typeof a.className === 'string' ? a.className.trim() : '';
+    if (cls) b += '.' + cls.split(/\s+/).join('.');
+    for (const at of attrs) {
+      const v = a.getAttribute(at);
+      if (v) b += `[${v}]`;
+    }
+    return b;
+  };
   const describe = (el) => {
     const bits = [];
     for (let a = el, k = 0; a && a !== body && k < 3; a = a.parentElement, k++) {
-      let b = a.tagName.toLowerCase();
-      if (a.id) b += '#' + a.id;
-      const cls = typeof a.className === 'string' ? a.className.trim() : '';
-      if (cls) b += '.' + cls.split(/\s+/).join('.');
-      for (const at of ['aria-label', 'title', 'name', 'data-label']) {
-        const v = a.getAttribute(at);
-        if (v) b += `[${v}]`;
-      }
-      bits.push(b);
+      bits.push(tagOf(a, ['aria-label', 'title', 'name', 'data-label']));
     }
     const s = bits.join(' < ');
     return s.length > 160 ? s.slice(0, 159) + '\u2026' : s;
@@ -667,11 +680,7 @@ _VISIBLE_TEXT = r"""
       const look = lookOf(el);
       look.frames = look.frames.slice(0, 1);
       look.marks = [];
-      let label = el.tagName.toLowerCase();
-      const cls = typeof el.className === 'string' ? el.className.trim() : '';
-      if (el.id) label += '#' + el.id;
-      if (cls) label += '.' + cls.split(/\s+/).join('.');
-      for (const at of ['aria-label', 'title']) { const v = el.getAttribute(at); if (v) label += `[${v}]`; }
+      const label = tagOf(el, ['aria-label', 'title']);
       out.push({ text: text.slice(0, 200), label: label.slice(0, 120), look });
     }
     return out;

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from iwr_bench.agents.judge.claims import NUMBER, Claim, Parsed, parse
+from iwr_bench.agents.judge.claims import NUMBER, Claim, Parsed, norm, parse
 from iwr_bench.agents.judge.claims import evidence_tokens as evidence_tokens
 from iwr_bench.agents.judge.looks import States, blocks
 from iwr_bench.agents.judge.looks import check as check_looks
@@ -36,12 +36,8 @@ from iwr_bench.registry import register
 from iwr_bench.tools.models import BoundingBox, TextRun, VisibleText
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().replace("\u00a0", " ").split())
-
-
 def _pattern(token: str) -> re.Pattern[str]:
-    needle = re.escape(_norm(token))
+    needle = re.escape(norm(token))
     if NUMBER.fullmatch(token):
         return re.compile(rf"(?<![\d.,]){needle}(?![\d]|[.,]\d)")
     return re.compile(needle)
@@ -49,11 +45,11 @@ def _pattern(token: str) -> re.Pattern[str]:
 
 def contains(text: str, token: str) -> bool:
     """Whether ``token`` occurs in ``text`` (case- and space-insensitive; numbers not inside others)."""
-    return _pattern(token).search(_norm(text)) is not None
+    return _pattern(token).search(norm(text)) is not None
 
 
 def _count(text: str, token: str) -> int:
-    return len(_pattern(token).findall(_norm(text)))
+    return len(_pattern(token).findall(norm(text)))
 
 
 @dataclass
@@ -231,7 +227,7 @@ def _is_new(claim: Claim, old: Screen, new: Screen, scope: list[TextRun] | None)
 
 def _key(run: TextRun) -> tuple[str, int, int]:
     """A run's identity across states: its text where it stands (to 4 px)."""
-    return _norm(run.text), round(run.box.x / 4), round(run.box.y / 4)
+    return norm(run.text), round(run.box.x / 4), round(run.box.y / 4)
 
 
 def _scope(claim: Claim, runs: list[TextRun] | None) -> list[TextRun] | None:

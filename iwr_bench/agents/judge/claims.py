@@ -27,6 +27,13 @@ _CHANGE = re.compile(
     r"switches? to|is replaced|goe?s? (?:from|up|down|back)|(?:merges?|merged|combines?|combined) into|"
     r"now (?:reads?|shows?|says|displays?))\b"
 )
+
+
+def norm(text: str) -> str:
+    """Text as the judge compares it: lower case, runs of white space (no-break spaces too) as one."""
+    return " ".join(text.lower().replace("\u00a0", " ").split())
+
+
 _FROM = re.compile(r"\bfrom\s*$")
 _REPLACED_OLD = re.compile(r"\b(?:replaces?|replacing|instead of|in place of)\s*(?:the\s+\w+\s+)?$")
 """Before a value the clause says is replaced (the old state, expected gone)."""

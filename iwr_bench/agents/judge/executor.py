@@ -256,14 +256,14 @@ class Executor:
     async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
         index, observation = await self._ground_once(tools, action, record)
         target = next((e for e in observation.elements if e.index == index), None)
-        if target is not None and target.hidden and not _drawn_by_another(target):
+        if _needs_hover(target):
             # A control shown only on hover (a row's delete button): move the mouse there, as a
             # person would, and look again.
             record.tool_calls.append(f"hover({index})")
             await tools.hover(index)
             index, observation = await self._ground_once(tools, action, record)
             target = next((e for e in observation.elements if e.index == index), None)
-            if target is not None and target.hidden and not _drawn_by_another(target):
+            if target is not None and _needs_hover(target):
                 raise _Failed(
                     "element_not_found",
                     f"the best match, {target.tag} #{index}, is not drawn and hovering did not show it",
@@ -355,10 +355,13 @@ class Executor:
         return verdict.verdict
 
 
-def _drawn_by_another(element: Element) -> bool:
-    """A transparent checkbox, radio or file input over a box the page draws itself (TodoMVC's
-    round ticks): a person clicks the drawn box, and the input gets the click."""
-    return element.tag == "input" and element.input_type in ("checkbox", "radio", "file")
+def _needs_hover(element: Element | None) -> bool:
+    """Whether ``element`` is not drawn until hovered. A transparent checkbox, radio or file input
+    over a box the page draws itself (TodoMVC's round ticks) is not: a person clicks the drawn box,
+    and the input gets the click."""
+    if element is None or not element.hidden:
+        return False
+    return not (element.tag == "input" and element.input_type in ("checkbox", "radio", "file"))
 
 
 def _checkpoint(task: Task, index: int) -> str | None:

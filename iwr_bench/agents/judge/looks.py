@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from iwr_bench.agents.judge.claims import GENERIC, QUOTED
+from iwr_bench.agents.judge.claims import GENERIC, QUOTED, norm
 from iwr_bench.tools.models import BoundingBox, RunLook, TextRun
 
 Verdict = tuple[str, str]
@@ -230,10 +230,6 @@ def _mention(run: Block, pool: list[str]) -> bool:
     return not any(_stem(w) in _words(near) for w in pool)
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def _inside(run: Block, box: BoundingBox) -> bool:
     cx, cy = run.box.x + run.box.width / 2, run.box.y + run.box.height / 2
     return box.x <= cx <= box.x + box.width and box.y <= cy <= box.y + box.height
@@ -248,7 +244,7 @@ def _nth(hits: list[Block], clause: str, pool: list[str]) -> list[Block]:
     for noun, n in _ORDINAL.findall(masked):
         if noun not in pool:
             continue
-        literal = [b for b in hits if f"{noun} {n}" in _norm(b.text)]
+        literal = [b for b in hits if f"{noun} {n}" in norm(b.text)]
         if literal:
             return literal
         k = int(n)
@@ -280,9 +276,9 @@ def find(
 ) -> Found:
     """The blocks ``clause`` is about in ``runs``. ``acted`` is where the element acted on stood in
     ``before`` (the state the action met); its blocks are followed into ``runs`` by text and holder."""
-    quoted = [_norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
+    quoted = [norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
     if quoted:
-        hits = [r for r in runs if any(q in _norm(r.text) for q in quoted)]
+        hits = [r for r in runs if any(q in norm(r.text) for q in quoted)]
         if hits:
             return Found(hits, "the text quoted", True, True)
     words = [w for w in subject_words(clause) if len(w) >= 3]
@@ -302,8 +298,8 @@ def find(
 
 def _same(run: Block, runs: list[Block]) -> Block | None:
     """The block in ``runs`` with the same text and holder, the nearest to where ``run`` stands."""
-    text, holder = _norm(run.text), run.label.split(" < ")[0].split(".")[0]
-    same = [r for r in runs if _norm(r.text) == text and r.label.split(" < ")[0].split(".")[0] == holder]
+    text, holder = norm(run.text), run.label.split(" < ")[0].split(".")[0]
+    same = [r for r in runs if norm(r.text) == text and r.label.split(" < ")[0].split(".")[0] == holder]
     if not same:
         return None
     return min(same, key=lambda r: abs(r.box.x - run.box.x) + abs(r.box.y - run.box.y))
@@ -601,15 +597,15 @@ def _only(clause: str, s: States) -> Verdict | None:
     """ "only 'Water the plants' is shown": no other item of the same list stays on screen."""
     if not _ONLY.search(QUOTED.sub(" ", clause.lower())) or not QUOTED.search(clause):
         return None
-    quoted = [_norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
-    hits = [b for b in s.after if any(q in _norm(b.text) for q in quoted)]
+    quoted = [norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
+    hits = [b for b in s.after if any(q in norm(b.text) for q in quoted)]
     # every text the whole assertion quotes may stay ("only 'A' and 'B' are shown")
-    quoted += [_norm(m.group(1)) for m in QUOTED.finditer(s.assertion) if m.group(1).strip()]
+    quoted += [norm(m.group(1)) for m in QUOTED.finditer(s.assertion) if m.group(1).strip()]
     rows = {r for b in hits if (r := _row(b)) is not None}
     if not hits or len(rows) != 1:
         return None
     (row,) = rows
-    others = [b for b in s.after if _row(b) == row and not any(q in _norm(b.text) for q in quoted)]
+    others = [b for b in s.after if _row(b) == row and not any(q in norm(b.text) for q in quoted)]
     if others:
         return "no", f"besides {_short(hits)}, the same list still shows {_short(others)}"
     return "ok", f"{_short(hits)} is the only item of its list on screen"
