@@ -13,7 +13,14 @@ from typing import Any
 
 from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
 from iwr_bench.engine.config import RunConfig, parse_only, parse_run_config, plugin_refs
-from iwr_bench.engine.layout import RunLayout, model_folder, model_key, page_models, read_evaluations
+from iwr_bench.engine.layout import (
+    RunLayout,
+    model_folder,
+    model_key,
+    mutant_tasks,
+    page_models,
+    read_evaluations,
+)
 from iwr_bench.engine.run import Engine
 from iwr_bench.engine.setup import load_run_tasks
 from iwr_bench.errors import UserError
@@ -82,8 +89,12 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(func=cmd_judge)
 
 
-def _config(args: argparse.Namespace, models: list[str]) -> RunConfig:
-    """The run config of a judging session from the options (one line naming a bad one)."""
+def _config(
+    args: argparse.Namespace, models: list[str], own: dict[str, list[int]] | None = None
+) -> RunConfig:
+    """The run config of a judging session from the options (one line naming a bad one); ``own``:
+    the tasks of model folders judged on some tasks only (mutants), by :func:`model_key`."""
+    own = own or {}
     judge: dict[str, Any] = {
         "grounder": args.grounder,
         "assertions": args.assertions,
@@ -102,7 +113,7 @@ def _config(args: argparse.Namespace, models: list[str]) -> RunConfig:
         "skip_invalid": args.skip_invalid,
         "protocol": args.protocol,
         "plugins": plugin_refs(args.plugin, Path.cwd()),
-        "models": [{"name": m} for m in models],
+        "models": [{"name": m, "tasks": own.get(model_key(m))} for m in models],
         "judge": judge,
         "metrics": {"dino": args.dino},
         "limits": {"browser_pages": args.pages_at_once, "judge_calls": args.judge_calls, "metric_workers": 1},
@@ -137,7 +148,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise UserError(f"no pages under {args.pages} (expected <id>/<model>/index.html)")
     if args.models:
         models = _chosen(models, args.models, args.pages)
-    config = _config(args, models)
+    config = _config(args, models, mutant_tasks(args.pages, [t.id for t in tasks]))
     layout = RunLayout(
         args.out,
         front="judge",

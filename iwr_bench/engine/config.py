@@ -148,10 +148,30 @@ class RunConfig(BaseModel):
             raise ValueError(f"model(s) given twice: {', '.join(dupes)}")
         return models
 
+    @field_validator("models")
+    @classmethod
+    def _mutants_own_tasks(cls, models: list[ModelConfig]) -> list[ModelConfig]:
+        """A built-in mutant (``mutants:NAME``) is judged only on the tasks that have it."""
+        from iwr_bench.agents.generation.pages import mutant_tasks
+
+        return [
+            m.model_copy(update={"tasks": mutant_tasks(m.name.split(":", 1)[1])})
+            if m.tasks is None and m.name.startswith("mutants:") and mutant_tasks(m.name.split(":", 1)[1])
+            else m
+            for m in models
+        ]
+
     @property
     def model_slugs(self) -> list[str]:
         """Results-folder names of the models, in order."""
         return [m.slug for m in self.models]
+
+    def model_tasks(self, task_ids: list[int]) -> dict[str, list[int]]:
+        """Each model's tasks among ``task_ids``: all of them unless the model names its own."""
+        return {
+            m.slug: list(task_ids) if m.tasks is None else [t for t in task_ids if t in set(m.tasks)]
+            for m in self.models
+        }
 
     def with_defaults(self) -> RunConfig:
         """This config, with the demo's baselines when no model is given."""

@@ -40,6 +40,8 @@ class RunStarted(_Event):
     """Model names (results-folder slugs), in order."""
     tasks: list[int]
     """Task ids, in order."""
+    model_tasks: dict[str, list[int]] = Field(default_factory=dict[str, list[int]])
+    """The models judged on some of these tasks only (a mutant on its own task), with those tasks."""
     resumed: bool = False
     """Whether this continues an earlier, interrupted session."""
     limits: dict[str, int] = Field(default_factory=dict[str, int])

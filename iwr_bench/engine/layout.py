@@ -56,6 +56,25 @@ def page_models(pages: Path, task_ids: list[int]) -> list[str]:
     return sorted(found.values())
 
 
+def mutant_tasks(pages: Path, task_ids: list[int]) -> dict[str, list[int]]:
+    """Model folders that are mutants wherever they occur (each holds ``mutant.json``), by
+    :func:`model_key`, with the tasks that have them: a mutant page belongs to its own task and
+    is no missing page of the others."""
+    seen: dict[str, list[int]] = {}
+    plain: set[str] = set()
+    for task_id in task_ids:
+        folder = pages / str(task_id)
+        if folder.is_dir():
+            for d in folder.iterdir():
+                if d.is_dir() and not d.name.startswith("."):
+                    key = model_key(d.name)
+                    if (d / "mutant.json").is_file():
+                        seen.setdefault(key, []).append(task_id)
+                    else:
+                        plain.add(key)
+    return {key: sorted(ids) for key, ids in seen.items() if key not in plain}
+
+
 @dataclass(frozen=True)
 class RunLayout:
     """Which stages run and where pages, evaluations and the response cache are."""

@@ -77,7 +77,7 @@ class ProgressState:
         if isinstance(event, RunStarted):
             self.started = time.monotonic()
             for m in event.models:
-                self.models.setdefault(m, ModelProgress()).total = len(event.tasks)
+                self.models.setdefault(m, ModelProgress()).total = len(event.model_tasks.get(m, event.tasks))
         elif isinstance(event, JobFinished):
             p = self.models.setdefault(event.model, ModelProgress())
             if event.status == "skipped":

@@ -190,6 +190,7 @@ class Engine:
             generators=self.generators,
             models=cfg.model_slugs,
             tasks=self.tasks,
+            pairs=sum(map(len, cfg.model_tasks([t.id for t in self.tasks]).values())),
             clock=self.clock,
             watchdog=self.watchdog,
             text=self._text,
@@ -335,6 +336,7 @@ class Engine:
                 run_id=self.run_dir.name,
                 models=self.config.model_slugs,
                 tasks=[t.id for t in self.tasks],
+                model_tasks=_own_tasks(self.config, [t.id for t in self.tasks]),
                 resumed=previous is not None,
                 limits={lim.name: lim.capacity for lim in self.limits.all()},
             )
@@ -400,9 +402,11 @@ class Engine:
                 tg.start_soon(watch_signals, scope)
                 tg.start_soon(self.watchdog.run)
                 async with anyio.create_task_group() as work:
+                    pairs = self.config.model_tasks([t.id for t in self.tasks])
                     for task in self.tasks:
                         for slug in self.config.model_slugs:
-                            work.start_soon(self._pipeline, task, slug, metrics)
+                            if task.id in pairs[slug]:
+                                work.start_soon(self._pipeline, task, slug, metrics)
                 tg.cancel_scope.cancel()
 
     def cancel(self) -> None:
@@ -434,3 +438,9 @@ class Engine:
                 del self._pairs[(task.id, slug)]
         if scope.cancelled_caught:
             self.recorder.cancelled(task.id, slug)
+
+
+def _own_tasks(config: RunConfig, task_ids: list[int]) -> dict[str, list[int]]:
+    """The models judged on some of the run's tasks only, with those tasks."""
+    every = config.model_tasks(task_ids)
+    return {slug: ids for slug, ids in every.items() if ids != task_ids}

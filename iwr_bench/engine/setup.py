@@ -302,6 +302,7 @@ def run_manifest(
         "skipped_records": skipped,
         "task_digests": {str(t.id): record_digest(t) for t in tasks},
         "models": cfg.model_slugs,
+        "model_tasks": cfg.model_tasks([t.id for t in tasks]),
         "packages": package_versions(),
         "python": sys.version.split()[0],
         "os": platform.platform(),

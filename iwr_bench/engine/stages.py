@@ -69,6 +69,8 @@ class PairStages:
     models: list[str]
     """Model slugs, in the run's order."""
     tasks: list[Task]
+    pairs: int
+    """How many (task, model) pairs the run has (a model may be judged on some tasks only)."""
     clock: WorkClock
     watchdog: Watchdog
     text: TextCoalescer
@@ -178,7 +180,7 @@ class PairStages:
         if jid in self._replayed:
             return
         self._replayed.add(jid)
-        if len(self._replayed) == len(self.tasks) * len(self.models):
+        if len(self._replayed) == self.pairs:
             self.backend.replays_over()
 
     async def judge(

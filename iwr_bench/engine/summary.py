@@ -84,16 +84,18 @@ def run_summary(store: RunStore) -> dict[str, Any]:
         "skipped_records": len(manifest.get("skipped_records", [])),
         "substitutes": sorted({backend for *_, backend, sub in store.metrics() if sub}),
     }
+    own: dict[str, list[int]] = manifest.get("model_tasks", {})  # runs before it: every task
     for model in manifest.get("models", []):
         tally = _Tally()
-        for tid in task_ids:
+        ids = own.get(model, task_ids)
+        for tid in ids:
             gen = jobs.get(job_id("gen", tid, model))
             judge = jobs.get(job_id("judge", tid, model))
             if gen is not None:
                 tally.generation(gen)
             if judge is not None and judge.status in FINISHED:
                 tally.judging(store, judge, gen, scores.get(judge.id), metrics.get(judge.id, {}))
-        out["models"][model] = _model_summary(tally, protocol, len(task_ids))
+        out["models"][model] = _model_summary(tally, protocol, len(ids))
     return out
 
 

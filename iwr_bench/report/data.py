@@ -104,8 +104,9 @@ class RunData:
             labels.setdefault(jid, {})[metric] = backend
         scores = {s.job: s for s in store.scores()}
         results: dict[tuple[str, int], Result] = {}
+        own: dict[str, list[int]] = manifest.get("model_tasks", {})  # absent: every task
         for model in models:
-            for tid in task_ids:
+            for tid in own.get(model, task_ids):
                 gen, judge = jobs.get(job_id("gen", tid, model)), jobs.get(job_id("judge", tid, model))
                 results[(model, tid)] = _result(run_dir, tid, model, gen, judge, scores, pairs, labels)
         wall = sum(
@@ -124,10 +125,14 @@ class RunData:
             tasks_found=found,
         )
 
+    def tasks_of(self, model: str, task_ids: list[int] | None = None) -> list[int]:
+        """The tasks ``model`` is judged on (among ``task_ids``, default all): a mutant's are its own."""
+        ids = self.task_ids if task_ids is None else task_ids
+        return [t for t in ids if (model, t) in self.results]
+
     def judged(self, model: str, task_ids: list[int] | None = None) -> list[Result]:
         """The judged results of ``model`` (over ``task_ids``, default all)."""
-        ids = self.task_ids if task_ids is None else task_ids
-        return [r for t in ids if (r := self.results[(model, t)]).judged]
+        return [r for t in self.tasks_of(model, task_ids) if (r := self.results[(model, t)]).judged]
 
     @property
     def protocol(self) -> EvalProtocol:

@@ -305,7 +305,11 @@ def write_html(
     for tid in run.task_ids:
         task = run.tasks[tid].task
         frames, moments = _frames(run, task, images)
-        pairs.extend(_pair(run, run.results[(model, tid)], images, frames, moments) for model in run.models)
+        pairs.extend(
+            _pair(run, run.results[(model, tid)], images, frames, moments)
+            for model in run.models
+            if (model, tid) in run.results
+        )
     failures = sorted({r.failure or "none" for r in run.results.values()})
     levels = sorted({t.interaction for t in run.tasks.values()})
     substitutes = sorted(

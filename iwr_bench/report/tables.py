@@ -76,18 +76,19 @@ def leaderboard(run: RunData) -> list[Row]:
     """One row per model, best Final first."""
     rows: list[Row] = []
     for model in run.models:
-        results = [run.results[(model, t)] for t in run.task_ids]
+        own = run.tasks_of(model)
+        results = [run.results[(model, t)] for t in own]
         failures: dict[str, int] = {}
         for r in results:
             if r.failure and r.infra:
                 failures[r.failure] = failures.get(r.failure, 0) + 1
         backends, substitute = _backends(run, model)
-        means = _means(run, model, run.task_ids)
+        means = _means(run, model, own)
         rows.append(
             {
                 "model": model,
                 "protocol": run.protocol.value,
-                "tasks": len(run.task_ids),
+                "tasks": len(own),
                 **{k: v for k, v in means.items() if k not in ("lvs_only", "hvs_missing")},
                 "failures": dict(sorted(failures.items())),
                 "judge errors": sum(r.judge_errors for r in results),
@@ -134,13 +135,15 @@ def breakdown(run: RunData, name: str) -> list[Row]:
     rows: list[Row] = []
     for group in sorted(groups):
         for model in run.models:
+            if not run.tasks_of(model, groups[group]):
+                continue
             means = _means(run, model, groups[group])
             rows.append(
                 {
                     "breakdown": name,
                     "group": group,
                     "model": model,
-                    "tasks": len(groups[group]),
+                    "tasks": len(run.tasks_of(model, groups[group])),
                     "judged": means["judged"],
                     "left out": means["left out"],
                     "IFS": means["IFS"],

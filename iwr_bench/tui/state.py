@@ -326,8 +326,9 @@ class RunState:
                 self.started = self.started or event.time
                 for model in event.models:
                     mv = self.models.setdefault(model, ModelView(model))
-                    mv.total = len(event.tasks)
-                    for tid in event.tasks:
+                    own = event.model_tasks.get(model, event.tasks)
+                    mv.total = len(own)
+                    for tid in own:
                         self.dirty.add(self.job(tid, model).key)
                 for name, cap in event.limits.items():
                     self.limits.setdefault(name, LimitView(name, cap))

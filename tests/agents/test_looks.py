@@ -42,6 +42,8 @@ PLAIN_SWITCH = (  # the state lives in a class and a colour only, as on many rea
     "<div class=row><div>Mentions</div><button class=track style='width:40px;height:22px;"
     "border:0;background:{}'></button></div>"
 )
+YEARLY = "<button id=yearly style='color:{};background:{};border:1px solid #0d9488'>Pay yearly</button>"
+PLANTS = "<main><div class=grid>" + "<div class=card><h3>{}</h3></div>" * 3 + "</div></main>"
 PILL = "<p>Settings <span class=pill style='background:{}'>1 unsaved change</span></p>"
 NOTICE = "<p class=notice style='color:{}'>Exported 3 rows to orders.csv</p>"
 VIEWER = "<div class=grid><p>Thumbnails</p></div>{}"
@@ -129,6 +131,41 @@ CASES = {
         "<p class=preview style='font-size:16px'>The quick brown fox</p>",
         {},
     ),
+    "fills-in": (  # a hollow symbol drawn filled, its element known by its id
+        "the like button fills in",
+        "<button id=like class=like>&#9825; 12 likes</button>",
+        "<button id=like class='like on'>&#9829; 13 likes</button>",
+        "<button id=like class=like>&#9825; 13 likes</button>",
+        {},
+    ),
+    "solid-green": (  # the fill takes the colour the ink had: recoloured, though no colour is new
+        "the yearly button turns solid green",
+        YEARLY.format("#0d9488", "#fff"),
+        YEARLY.format("#fff", "#0d9488"),
+        YEARLY.format("#0d9488", "#fff"),
+        {},
+    ),
+    "only-named": (  # names without quotes, listed before one verb
+        "only the Saguaro Cactus and the Snake Plant remain",
+        PLANTS.format("Monstera", "Saguaro Cactus", "Snake Plant"),
+        PLANTS.format("Saguaro Cactus", "Snake Plant", ""),
+        PLANTS.format("Monstera", "Saguaro Cactus", "Snake Plant"),
+        {},
+    ),
+    "switch-states": (  # states read against the page's other switches: coloured is on
+        "the digest is on and mentions off",
+        PLAIN_SWITCH.format("#c9cce0", "#c9cce0"),
+        PLAIN_SWITCH.format("#4f46e5", "#c9cce0"),
+        PLAIN_SWITCH.format("#c9cce0", "#4f46e5"),
+        {},
+    ),
+    "stays-same": (
+        "no tile can move: the board stays the same",
+        "<div class=board><span>2</span> <span>4</span></div><p>Moves: 1</p>",
+        "<div class=board><span>2</span> <span>4</span></div><p>Moves: 2</p>",
+        "<div class=board><span>4</span> <span>2</span></div><p>Moves: 2</p>",
+        {},
+    ),
     "quoted-colour": (
         "a green notice says 'Exported 3 rows to orders.csv'",
         "<p>Orders</p>",
@@ -137,6 +174,42 @@ CASES = {
         {},
     ),
 }
+
+
+ROOM = "<div class=room><h3>{}</h3><p>$90 per night</p><button>Select</button></div>"
+ONLY_OK = {  # rules that say only yes: what they count or look for may be drawn as pictures
+    "count": (
+        "the room step shows three room cards",
+        "<h2>Your stay</h2>",
+        "<h2>Choose a room</h2>" + "".join(ROOM.format(n) for n in ("Standard", "Deluxe", "Suite")),
+        "<h2>Choose a room</h2>" + "".join(ROOM.format(n) for n in ("Standard", "Deluxe")),
+    ),
+    "kind-of-thing": (  # a list is a ul, though no text says "ingredient list"
+        "the ingredient list is back",
+        "<p>Leftovers keep for two days.</p>",
+        "<ul id=ing><li>250 g flour</li><li>2 eggs</li></ul>",
+        "<p>Leftovers keep for two days.</p><p>Whisk everything.</p>",
+    ),
+    "coloured-kind": (
+        "red messages appear under each field",
+        "<label>Name</label><label>Email</label>",
+        "<label>Name</label><p style='color:#b91c1c'>Name is required</p>"
+        "<label>Email</label><p style='color:#b91c1c'>Email is required</p>",
+        "<label>Name</label><p>Name is required</p><label>Email</label><p>Email is required</p>",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ONLY_OK))
+async def test_a_rule_that_only_confirms_leaves_the_rest_undetermined(
+    pool: PagePool, tmp_path: Path, case: str
+) -> None:
+    assertion, before, good, broken = ONLY_OK[case]
+    seen_before = await _seen(pool, tmp_path, "before", before)
+    for name, after, want in (("good", good, "yes"), ("broken", broken, "undetermined")):
+        seen_after = await _seen(pool, tmp_path, name, after)
+        verdict = decide(assertion, None, None, True, seen_before=seen_before, seen_after=seen_after)
+        assert verdict.verdict == want, (case, name, verdict.reasoning)
 
 
 async def _seen(pool: PagePool, tmp_path: Path, name: str, body: str, style: str = "") -> VisibleText:

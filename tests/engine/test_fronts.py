@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from iwr_bench.agents.generation.pages import mutant_tasks
 from iwr_bench.cli import main
+from iwr_bench.engine.config import parse_run_config
 from iwr_bench.engine.events import JobFinished
 from iwr_bench.engine.store import RunStore
+from iwr_bench.report.data import RunData
+from iwr_bench.report.tables import leaderboard
 
 
 def _gen_jobs(out: Path) -> dict[tuple[int, str], tuple[str, int]]:
@@ -72,7 +77,28 @@ def test_judge_takes_only_the_models_named(
     judge = ["judge", "--tasks", str(tasks_root), "--pages", str(pages), "--out", str(out), "--quiet"]
     assert main([*judge, "--models", "nope,BLANK"]) == 2  # one line naming what is not there
     assert "--models: no folder 'nope'" in capsys.readouterr().err
-    assert main([*judge, "--models", "BLANK"]) == 0  # any spelling of the folder's name
+    # a mutant folder (it holds mutant.json) belongs to its own task: no "no page" row elsewhere
+    mutant = pages / "1" / "broken"
+    shutil.copytree(pages / "1" / "blank", mutant)
+    (mutant / "mutant.json").write_text('{"expected_first_failure": 0, "expected_reason": null}')
+    assert main([*judge, "--models", "BLANK,broken"]) == 0  # any spelling of the folder's name
     with RunStore.open_run(out, readonly=True) as store:
-        assert {j.model for j in store.jobs("judge")} == {"blank"}
-    assert sorted(p.parent.name for p in out.glob("*/*/eval.json")) == ["blank", "blank"]
+        assert {(j.task_id, j.model) for j in store.jobs("judge")} == {
+            (1, "blank"),
+            (2, "blank"),
+            (1, "broken"),
+        }
+        assert store.manifest()["model_tasks"] == {"blank": [1, 2], "broken": [1]}
+    assert sorted(p.parent.name for p in out.glob("*/*/eval.json")) == ["blank", "blank", "broken"]
+    board = {row["model"]: row for row in leaderboard(RunData.load(out))}
+    assert board["broken"]["tasks"] == 1 and board["broken"]["pages missing"] == 0
+    assert board["blank"]["tasks"] == 2
+
+
+def test_a_builtin_mutant_is_a_model_of_its_own_tasks_only() -> None:
+    config = parse_run_config(
+        {"models": [{"name": "mutants:hours-label-changed"}, {"name": "blank"}]}, "test"
+    )
+    own = config.model_tasks([101, 102, 103, 104])
+    assert own["blank"] == [101, 102, 103, 104]
+    assert own["mutants_hours-label-changed"] == mutant_tasks("hours-label-changed") != []

@@ -92,6 +92,10 @@ class ModelConfig(BaseModel):
     """Retries after a 429, 5xx or timeout (so at most ``retries + 1`` requests)."""
     price: Price | None = None
     """Price override; otherwise genai-prices' bundled snapshot is used where it knows the model."""
+    tasks: list[int] | None = None
+    """The only tasks this model is judged on (a mutant page belongs to its own task); the run's
+    other tasks are no pair of it, so they neither run nor count as missing pages. None: every task.
+    ``mutants:NAME`` and ``iwr judge`` on mutant folders fill it in."""
 
     @property
     def provider(self) -> str | None:

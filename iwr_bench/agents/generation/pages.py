@@ -118,6 +118,12 @@ class MutantGenerator(PageFolderGenerator):
         return result.model_copy(update={"page_overlay": str(self.root / str(task.id) / self.pick)})
 
 
+def mutant_tasks(name: str) -> list[int]:
+    """The tasks of the built-in suite that have the mutant ``name`` (its only pairs)."""
+    found = (p.parent.parent.name for p in MUTANTS.glob(f"*/{name}/mutant.json"))
+    return sorted(int(task) for task in found if task.isdigit())
+
+
 @register("generator", "mutants")
 def mutants(source: str) -> PageFolderGenerator:
     """The built-in suite's mutant pages: ``mutants:NAME``."""

@@ -95,6 +95,7 @@ class HeuristicAssertionJudge:
             changed,
             seen_before=request.before_visible,
             seen_after=request.after_visible,
+            seen_first=request.first_visible,
             acted=request.acted_box,
         )
 
@@ -107,14 +108,15 @@ def decide(
     *,
     seen_before: VisibleText | None = None,
     seen_after: VisibleText | None = None,
+    seen_first: VisibleText | None = None,
     acted: BoundingBox | None = None,
 ) -> AssertionVerdict:
-    """The decision rules, given the states' texts (or visible text), whether the screenshot changed
-    and where the element the action touched stood."""
+    """The decision rules, given the states' texts (or visible text), whether the screenshot changed,
+    the page as first loaded (``seen_first``) and where the element the action touched stood."""
     old, new = Screen.of(seen_before, before), Screen.of(seen_after, after)
     parsed = parse(assertion)
     claims = parsed.claims
-    seen, unchecked, look_failures = _looks(parsed, old, new, seen_before, seen_after, acted)
+    seen, unchecked, look_failures = _looks(parsed, old, new, seen_before, seen_after, acted, seen_first)
     if not claims and seen and not unchecked:
         if look_failures:
             return _v("no", "; ".join(look_failures))
@@ -156,6 +158,7 @@ def _looks(
     seen_before: VisibleText | None,
     seen_after: VisibleText | None,
     acted: BoundingBox | None,
+    seen_first: VisibleText | None = None,
 ) -> tuple[list[str], list[str], list[str]]:
     """Claims about looks (:mod:`~iwr_bench.agents.judge.looks`) in every clause: what held, the
     clauses still unchecked, and what failed. Without measured runs nothing is decided."""
@@ -168,6 +171,7 @@ def _looks(
         background_after=seen_after.background if seen_after else None,
         acted=acted,
         assertion=parsed.text,
+        first=blocks(seen_first.runs) if seen_first is not None else None,
     )
     held: list[str] = []
     failed: list[str] = []

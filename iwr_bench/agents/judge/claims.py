@@ -69,7 +69,7 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split())
 _GENERIC_WORDS = (
-    "button card panel box line label text field area section widget value number figure entry item"
+    "button card panel box line label text field area section widget value number figure entry item list"
 )
 GENERIC = frozenset(_GENERIC_WORDS.split())
 """Subject words that name a kind of element, not which one (used only when nothing else is named)."""
@@ -124,9 +124,23 @@ def parse(assertion: str) -> Parsed:
     return Parsed(claims, unchecked, assertion)
 
 
+_LISTING = re.compile(r"\b(?:only|both)\b")
+_HAS_VERB = re.compile(
+    r"\b(?:is|are|was|were|has|have|shows?|reads?|says|stays?|remains?|appears?|becomes?|turns?|"
+    r"goes|moves?|opens?|closes?|changes?|lists?|gets?|leaves?|drops?|slides?|fills?)\b"
+)
+
+
 def _clauses(text: str) -> list[tuple[int, int]]:
     masked = QUOTED.sub(lambda m: "_" * len(m.group(0)), text)
-    bounds = [0, *(m.end() for m in _CLAUSE.finditer(masked)), len(text)]
+    bounds = [0]
+    for m in _CLAUSE.finditer(masked):
+        left = masked[bounds[-1] : m.start()].lower()
+        # "only the Cactus and the Snake Plant remain": one clause, the names listed before its verb
+        if m.group(0) == " and " and _LISTING.search(left) and not _HAS_VERB.search(left):
+            continue
+        bounds.append(m.end())
+    bounds.append(len(text))
     return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 

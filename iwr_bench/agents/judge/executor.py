@@ -127,6 +127,8 @@ class Executor:
     async def _run(self, tools: PageTools, task: Task, evidence: Path) -> Replay:
         actions = task.record.action_sequence
         screenshots = {0: _save(evidence, "step_0.png", await tools.screenshot())}
+        # the page as the replay found it: what "goes back to its starting tiles" compares with
+        first = await tools.visible_text() if any(a.has_assertion for a in actions) else None
         records: list[ActionRecord] = []
         success = 0
         judge_errors = undetermined = 0
@@ -146,7 +148,7 @@ class Executor:
                 if self.step is not None:
                     outcome = await self._step(self.step, tools, action, record, evidence)
                 else:
-                    outcome = await self._act_and_judge(tools, action, record, evidence)
+                    outcome = await self._act_and_judge(tools, action, record, evidence, first)
                 judge_errors += outcome == "error"
                 undetermined += outcome == "undetermined"
             except _Failed as exc:
@@ -180,7 +182,12 @@ class Executor:
         )
 
     async def _act_and_judge(
-        self, tools: PageTools, action: Action, record: ActionRecord, evidence: Path
+        self,
+        tools: PageTools,
+        action: Action,
+        record: ActionRecord,
+        evidence: Path,
+        first: VisibleText | None = None,
     ) -> str | None:
         """Perform the action (grounder, tools, policy), then judge its assertion; the verdict or None."""
         before_text = (await tools.observe()).text if action.has_assertion else None
@@ -190,7 +197,7 @@ class Executor:
         record.after = _save(evidence, f"step_{record.index + 1}.png", shot)
         if not action.has_assertion:
             return None
-        return await self._assert(tools, action, record, before, shot, evidence)
+        return await self._assert(tools, action, record, before, shot, evidence, first)
 
     async def _step(
         self, step: StepJudge, tools: PageTools, action: Action, record: ActionRecord, evidence: Path
@@ -317,6 +324,7 @@ class Executor:
         before: tuple[str | None, VisibleText | None],
         after_png: bytes,
         evidence: Path,
+        first: VisibleText | None = None,
     ) -> str:
         before_text, before_visible = before
         after_text = (await tools.observe()).text
@@ -329,6 +337,7 @@ class Executor:
             after_text=after_text,
             before_visible=before_visible,
             after_visible=await tools.visible_text(),
+            first_visible=first,
             acted_box=record._acted_box,  # pyright: ignore[reportPrivateUsage]
         )
         return self._count(action, record, await self.assertions(request))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import colorsys
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -94,6 +95,24 @@ def _colours(look: RunLook | None) -> list[str]:
     return found
 
 
+def _roles(look: RunLook | None) -> list[str | None]:
+    """The block's colours by role: its ink, then each frame's border, outline, shadow and fill."""
+    if look is None:
+        return []
+    found: list[str | None] = [look.color]
+    for frame in [*look.frames, *look.marks]:
+        found.extend((frame.border, frame.outline, frame.shadow, frame.bg))
+    return found
+
+
+def _recoloured(new: RunLook | None, old: RunLook | None) -> set[str]:
+    """The colours ``new`` draws in a role that ``old`` drew otherwise (a button whose fill takes
+    the colour its ink had is recoloured, though it uses no colour it did not use before)."""
+    now, then = _roles(new), _roles(old)
+    then += [None] * (len(now) - len(then))
+    return {c for c, o in zip(now, then, strict=False) if c and c != o}
+
+
 def _frame_sig(look: RunLook | None) -> tuple[object, ...]:
     """What a highlight changes: frames, fill, ink and weight."""
     if look is None:
@@ -117,15 +136,20 @@ class Block:
     label: str
     look: RunLook | None
     box: BoundingBox
+    containers: tuple[int, ...] = ()
+    """Page-wide ids of the element of each part of ``label`` (the block, then its ancestors)."""
 
 
 def blocks(runs: list[TextRun]) -> list[Block]:
     """Every run, each followed by its inline parts (a part stands where its run stands)."""
     out: list[Block] = []
     for run in runs:
-        out.append(Block(run.text, run.label, run.look, run.box))
+        ids = tuple(run.containers)
+        out.append(Block(run.text, run.label, run.look, run.box, ids))
         if run.look is not None:
-            out.extend(Block(p.text, f"{p.label} < {run.label}", p.look, run.box) for p in run.look.parts)
+            out.extend(
+                Block(p.text, f"{p.label} < {run.label}", p.look, run.box, (-1, *ids)) for p in run.look.parts
+            )
     return out
 
 
@@ -141,6 +165,8 @@ class States:
     """Where the element the action touched stood before it (None: unknown, or a key press)."""
     assertion: str = ""
     """The whole assertion the clause comes from."""
+    first: list[Block] | None = None
+    """The page as the replay found it, before the first action (None: not measured)."""
 
 
 _STOP_TEXT = (
@@ -210,10 +236,31 @@ def _words(text: str) -> set[str]:
     return {_stem(w) for w in re.findall(r"[a-z]+", text.lower())}
 
 
+_KINDS: dict[str, frozenset[str]] = {
+    "list": frozenset({"ul", "ol", "li"}),
+    "photo": frozenset({"img", "image", "picture", "thumb", "thumbnail", "pic", "figure"}),
+    "image": frozenset({"img", "photo", "picture", "thumb", "thumbnail", "pic", "figure"}),
+    "picture": frozenset({"img", "image", "photo", "thumb", "thumbnail", "pic", "figure"}),
+    "thumbnail": frozenset({"img", "image", "photo", "picture", "thumb", "pic"}),
+    "field": frozenset({"input", "textarea", "select"}),
+    "viewer": frozenset({"dialog", "modal", "overlay", "lightbox", "popup", "frame"}),
+    "dialog": frozenset({"modal", "overlay", "lightbox", "popup"}),
+    "modal": frozenset({"dialog", "overlay", "lightbox", "popup"}),
+    "popup": frozenset({"dialog", "modal", "overlay", "lightbox", "popover"}),
+    "tile": frozenset({"cell"}),
+}
+"""What pages call a kind of thing in tags and classes, besides its own name ("list": ul, li)."""
+
+
 def _names(run: Block, word: str) -> bool:
-    """Whether ``run`` shows ``word`` (as a whole word, plural or not) or its element is named by it."""
+    """Whether ``run`` shows ``word`` (as a whole word, plural or not) or its element is named by it
+    (or by a tag or class of that kind: a "list" is a ul, a "photo" an img or a thumb)."""
     near = " < ".join(run.label.split(" < ")[:2])
-    return _stem(word) in _words(f"{run.text} {near}")
+    stem = _stem(word)
+    if stem in _words(f"{run.text} {near}"):
+        return True
+    kinds = _KINDS.get(stem)  # a kind often lives on an ancestor (the dialog around a title)
+    return kinds is not None and not kinds.isdisjoint(_words(run.label))
 
 
 def _owns(run: Block, word: str) -> bool:
@@ -338,8 +385,10 @@ def _strike(clause: str, s: States) -> Verdict | None:
     return "no", f"{_short(found.blocks)} ({found.how}) not drawn {state}"
 
 
-_ON = re.compile(r"\b(turns? on|switche[sd] on|is on|ticked|is checked|gets checked|toggled on)\b")
-_OFF = re.compile(r"\b(turns? off|switche[sd] off|is off|unticked|unchecked|toggled off)\b")
+_ON = re.compile(r"\b(turns? on|switche[sd] on|is on|ticked|is checked|gets checked|toggled on)\b|\bon$")
+_OFF = re.compile(r"\b(turns? off|switche[sd] off|is off|unticked|unchecked|toggled off)\b|\boff$")
+_SWITCHING = re.compile(r"\b(turns?|turned|switche[sd]|toggled|gets|ticked|unticked)\b")
+"""A toggle said to change with the action, not merely to be on or off ("mentions off")."""
 
 
 def _toggle(clause: str, s: States) -> Verdict | None:
@@ -349,6 +398,8 @@ def _toggle(clause: str, s: States) -> Verdict | None:
     found = find(s.after, clause, s.acted, s.before)
     known = [r for r in found.blocks if r.look is not None and r.look.on is not None]
     if not known:
+        if _SWITCHING.search(clause) is None:
+            return _drawn_as(found, s, on)
         return _marked(found, s, "on" if on else "off")
     hits = [r for r in known if r.look is not None and r.look.on == on]
     word = "on" if on else "off"
@@ -357,6 +408,39 @@ def _toggle(clause: str, s: States) -> Verdict | None:
     if not found.sure:
         return None
     return "no", f"the toggle of {_short(known)} ({found.how}) is not {word}"
+
+
+def _chroma(rgb: str | None) -> float:
+    """How coloured an "r,g,b" colour is (0 for grey, 1 for a pure hue)."""
+    try:
+        r, g, b = (int(x) / 255 for x in (rgb or "").split(","))
+    except ValueError:
+        return 0.0
+    return max(r, g, b) - min(r, g, b)
+
+
+def _drawn_as(found: Found, s: States, on: bool) -> Verdict | None:
+    """ "mentions off": a setting's state read from how its switch is drawn, against the page's other
+    switches. Where the page draws them in exactly two ways, one in a colour and one grey or pale
+    (the usual convention), the coloured one is on."""
+    marked = [r for r in found.blocks if r.look and r.look.marks]
+    fills = {m.bg for r in s.after if r.look for m in r.look.marks[:1] if m.bg}
+    if not marked or len(fills) != 2:
+        return None
+    lit, dim = sorted(fills, key=_chroma, reverse=True)
+    if _chroma(lit) - _chroma(dim) < 0.25:
+        return None  # no clear coloured one
+    states = {(r.look.marks[0].bg == lit) for r in marked if r.look and r.look.marks[0].bg in fills}
+    if len(states) != 1:
+        return None
+    (is_on,) = states
+    word = "on" if on else "off"
+    where = f"the switch beside {_short(marked)} ({found.how}) drawn rgb({lit if is_on else dim})"
+    if is_on == on:
+        return "ok", f"{where}, as the page's {word} switches are"
+    if not (found.sure and found.own):
+        return None
+    return "no", f"{where}, as the page's {'on' if is_on else 'off'} switches are, not {word}"
 
 
 def _marked(found: Found, s: States, word: str) -> Verdict | None:
@@ -416,7 +500,7 @@ def _colour(clause: str, s: States) -> Verdict | None:
     # "turns green": the blocks whose look the action changed carry the colour now
     pairs = [(r, _same(r, s.before)) for r in runs]
     changed = [(r, o) for r, o in pairs if o is None or _frame_sig(r.look) != _frame_sig(o.look)]
-    fresh = [(r, set(_colours(r.look)) - set(_colours(o.look) if o else ())) for r, o in changed]
+    fresh = [(r, _recoloured(r.look, o.look if o else None)) for r, o in changed]
     if hits := [r for r, new in fresh if any(colour in colour_names(c, _SLACK) for c in new)]:
         return "ok", f"{_short(hits)} ({how}) newly drawn in {colour} after the action"
     if not found.sure:
@@ -432,6 +516,61 @@ def _colour(clause: str, s: States) -> Verdict | None:
     if all(_has(r, colour) and _has(o, colour) for r, o in pairs):
         return "no", f"{_short(runs)} ({how}) was already {colour} before the action, and is unchanged"
     return None  # the colour may be drawn by a neighbour the rules do not measure (a switch's track)
+
+
+_FILL = re.compile(
+    r"\b(fills? in|filled in|is filled|gets filled|becomes filled|turns? solid|goes solid|becomes solid|"
+    r"is now solid|turns? filled)\b"
+)
+
+
+def _glyphs(text: str, shade: str) -> set[str]:
+    """The symbols of ``text`` drawn hollow (``shade`` WHITE) or filled (BLACK), by what they are
+    ("WHITE HEART SUIT" -> "HEART SUIT")."""
+    names = (unicodedata.name(ch, "") for ch in text if not ch.isalnum() and not ch.isspace())
+    return {n.split(" ", 1)[1] for n in names if n.startswith(shade + " ") and " " in n}
+
+
+def _counterpart(run: Block, runs: list[Block]) -> Block | None:
+    """``run``'s element in ``runs``: the same text in the same holder, else the holder of the same
+    id (a button whose text changed as it was pressed: "♡ 12" -> "♥ 13")."""
+    same = _same(run, runs)
+    if same is not None:
+        return same
+    holder = run.label.split(" < ")[0]
+    if "#" not in holder:
+        return None
+    ident = re.sub(r"\..*$", "", holder.split("[")[0])
+    found = [r for r in runs if re.sub(r"\..*$", "", r.label.split(" < ")[0].split("[")[0]) == ident]
+    return found[0] if len(found) == 1 else None
+
+
+def _filled(new: Block, old: Block) -> str:
+    """How ``new`` is drawn filled where ``old`` was hollow ('' when it is not)."""
+    if _glyphs(new.text, "BLACK") & _glyphs(old.text, "WHITE"):
+        return "its symbol drawn filled"
+    fill_now = new.look.frames[0].bg if new.look and new.look.frames else None
+    fill_then = old.look.frames[0].bg if old.look and old.look.frames else None
+    hue_now = colour_names(fill_now) - set(_NEUTRAL)
+    if fill_now and hue_now and (not fill_then or not colour_names(fill_then) - set(_NEUTRAL)):
+        return f"filled with rgb({fill_now})"
+    return ""
+
+
+def _fill(clause: str, s: States) -> Verdict | None:
+    """ "the heart fills in", "the button turns solid": a hollow symbol or a light box drawn filled."""
+    if not _FILL.search(clause) or _NEGATED.search(QUOTED.sub(" ", clause)):
+        return None
+    found = find(s.after, clause, s.acted, s.before)
+    pairs = [(r, o) for r in found.blocks if (o := _counterpart(r, s.before)) is not None]
+    if not pairs:
+        return None
+    filled = [(r, how) for r, o in pairs if (how := _filled(r, o))]
+    if filled:
+        return "ok", f"{_short([r for r, _ in filled])} ({found.how}): {filled[0][1]}"
+    if not (found.sure and found.own):
+        return None
+    return "no", f"{_short([r for r, _ in pairs])} ({found.how}) not drawn filled where it was hollow"
 
 
 _FRAME = re.compile(
@@ -493,12 +632,20 @@ def _appear(clause: str, s: States) -> Verdict | None:
     hits = find(new, clause, None)
     if hits.blocks:  # even a kind word ("a new tile") is evidence among what is new
         return "ok", f"newly shown: {_short(hits.blocks)} ({hits.how})"
-    return None  # a kind of thing ("red messages") is often not named in its own text
+    # a kind of thing ("red messages") is often not named in its own text: its colour says which
+    inked = [w for w in re.findall(r"[a-z]+", masked) if w in _HUES]
+    if inked:
+        coloured = [r for r in new if r.look is not None and inked[0] in colour_names(r.look.color, _SLACK)]
+        plural = any(w.endswith("s") and not w.endswith("ss") for w in subject_words(clause))
+        if len(coloured) >= (2 if plural else 1):
+            return "ok", f"newly shown in {inked[0]}: {_short(coloured)}"
+    return None
 
 
 _MOVE = re.compile(
     r"\b(moves?|moved|slides?|slid|drops?|dropped|jumps?|shifts?|trade places|swap(?:s|ped)?)\b"
 )
+_NO_MERGE = re.compile(r"\b(without merging|with no merges?|no merges?|without a merge|nothing merges)\b")
 _DIRECTIONS = {
     "left": (-1, 0),
     "right": (1, 0),
@@ -534,6 +681,14 @@ def _move(clause: str, s: States) -> Verdict | None:
         if elsewhere:
             return None  # other text moved: what moved may be what the clause means
         return "no", f"{_short([r for r, _ in pairs])} ({how}) and all other text stand where they stood"
+    if _NO_MERGE.search(masked):  # "slide left without merging": as many of them after as before
+        earlier = find(s.before, clause, None)
+        if len(found.blocks) < len(earlier.blocks):
+            return (
+                None
+                if not found.sure
+                else ("no", f"{_short(found.blocks)} ({how}): fewer than before, some merged")
+            )
     words = re.findall(r"[a-z]+", masked.split(verb.group(0), 1)[-1])
     direction = next((_DIRECTIONS[w] for w in words if w in _DIRECTIONS), None)
     if direction is None:
@@ -545,6 +700,68 @@ def _move(clause: str, s: States) -> Verdict | None:
     if not (found.sure and found.own):
         return None
     return "no", f"{_short([r for r, _, _ in moved])} ({how}) moved the other way"
+
+
+_SAME = re.compile(
+    r"\b(?:stays?|remains?|is|are|looks?)\s+(?:exactly\s+)?"
+    r"(?:the same|unchanged|as (?:it was|they were|before))\b"
+    r"|\b(?:does not|doesn't|did not|do not|don't) change\b"
+)
+
+
+def _unchanged(clause: str, s: States) -> Verdict | None:
+    """ "the board stays the same": every block of the named thing stands as it stood, and no block
+    of it came or went."""
+    masked = QUOTED.sub(" ", clause.lower())
+    said = _SAME.search(masked)
+    if said is None:
+        return None
+    head = re.split(r"[:;,]", masked[: said.start()])[-1]  # "no tile can move: the board"
+    before, after = _whole(s.before, head), _whole(s.after, head)
+    if not (before.sure and after.sure and before.blocks and after.blocks):
+        return None
+    moved = [r for r in after.blocks if not _stayed(r, before.blocks)]
+    went = [r for r in before.blocks if not _stayed(r, after.blocks)]
+    if not moved and not went:
+        return "ok", f"{_short(after.blocks)} ({after.how}) stand as before the action"
+    return "no", f"{_short(moved or went)} ({after.how}) {'changed or moved' if moved else 'went away'}"
+
+
+_BACK = re.compile(
+    r"\b(?:goes|go|went|is|are|comes?|gets?|returns?|resets?)\s+(?:all\s+the\s+way\s+)?back\s+to\s+"
+    r"(?:its|their|the)\s+(?:starting|original|initial|first|opening)\b"
+    r"|\breturns?\s+to\s+(?:its|their|the)\s+(?:starting|original|initial|first)\b"
+    r"|\b(?:is|are)\s+(?:as|like)\s+(?:it was|they were)\s+at\s+the\s+start\b"
+)
+
+
+def _whole(runs: list[Block], head: str) -> Found:
+    """The blocks of the thing ``head`` names as a whole ("the board"): those it names, else every
+    block inside an element whose id or class is that name (the board's tiles)."""
+    found = find(runs, head, None)
+    if found.sure and found.blocks:
+        return found
+    words = [_stem(w) for w in subject_words(head) if len(w) >= 3 and w not in GENERIC]
+    inside = [r for r in runs if words and all(w in _words(r.label.split("[")[0]) for w in words)]
+    return Found(inside, "inside the " + " ".join(words), True) if inside else found
+
+
+def _back(clause: str, s: States) -> Verdict | None:
+    """ "the board goes back to its starting tiles": the named thing shows what it showed when the
+    page had just loaded, where it showed it."""
+    masked = QUOTED.sub(" ", clause.lower())
+    said = _BACK.search(masked)
+    if said is None or s.first is None:
+        return None
+    head = re.split(r"[:;,]", masked[: said.start()])[-1]
+    first, after = _whole(s.first, head), _whole(s.after, head)
+    if not (first.sure and after.sure and first.blocks and after.blocks):
+        return None
+    differ = [r for r in after.blocks if not _stayed(r, first.blocks)]
+    lost = [r for r in first.blocks if not _stayed(r, after.blocks)]
+    if not differ and not lost:
+        return "ok", f"{_short(after.blocks)} ({after.how}) as when the page was loaded"
+    return "no", f"{_short(differ or lost)} ({after.how}) not as when the page was loaded"
 
 
 _SIZE = re.compile(
@@ -593,12 +810,37 @@ def _row(block: Block) -> tuple[str, ...] | None:
     return (own, *(part.split(".")[0].split("#")[0].split("[")[0] for part in chain[1:3]))
 
 
+_ONLY_NAMES = re.compile(
+    r"\bonly\s+(.+?)\s+(?:remain|remains|stay|stays|are left|is left|are shown|is shown|are listed|"
+    r"is listed|are visible|is visible|show|shows)\b"
+)
+
+
+def _only_names(clause: str, s: States) -> list[str]:
+    """The unquoted names of "only the Saguaro Cactus and the Snake Plant remain", each of them the
+    whole text of a block on screen (else nothing: a kind, "only the landscape photos", is no name)."""
+    said = _ONLY_NAMES.search(clause.lower())
+    if said is None:
+        return []
+    names = [re.sub(r"^(?:the|a|an)\s+", "", n.strip()) for n in re.split(r",|\band\b", said.group(1))]
+    shown = {norm(b.text) for b in s.after}
+    names = [norm(n) for n in names if n.strip()]
+    return names if names and all(n in shown for n in names) else []
+
+
 def _only(clause: str, s: States) -> Verdict | None:
-    """ "only 'Water the plants' is shown": no other item of the same list stays on screen."""
-    if not _ONLY.search(QUOTED.sub(" ", clause.lower())) or not QUOTED.search(clause):
+    """ "only 'Water the plants' is shown", "only the Snake Plant remains": no other item of the
+    same list stays on screen."""
+    if not _ONLY.search(QUOTED.sub(" ", clause.lower())):
         return None
     quoted = [norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
-    hits = [b for b in s.after if any(q in norm(b.text) for q in quoted)]
+    if not quoted:
+        quoted = _only_names(clause, s)
+        if not quoted:
+            return None
+        hits = [b for b in s.after if norm(b.text) in quoted]
+    else:
+        hits = [b for b in s.after if any(q in norm(b.text) for q in quoted)]
     # every text the whole assertion quotes may stay ("only 'A' and 'B' are shown")
     quoted += [norm(m.group(1)) for m in QUOTED.finditer(s.assertion) if m.group(1).strip()]
     rows = {r for b in hits if (r := _row(b)) is not None}
@@ -608,10 +850,69 @@ def _only(clause: str, s: States) -> Verdict | None:
     others = [b for b in s.after if _row(b) == row and not any(q in norm(b.text) for q in quoted)]
     if others:
         return "no", f"besides {_short(hits)}, the same list still shows {_short(others)}"
-    return "ok", f"{_short(hits)} is the only item of its list on screen"
+    return "ok", f"{_short(hits)}: no other item of the same list on screen"
 
 
-RULES: tuple[Rule, ...] = (_strike, _toggle, _colour, _frame, _appear, _move, _size, _only)
+_COUNTED = re.compile(
+    r"\b(a single|only one|just one|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|\d{1,2})\s+((?:[a-z]+[\s-]+){0,2}?[a-z]{3,})\b"
+)
+
+
+def _signature(part: str) -> str:
+    """A label part without its id and naming attribute: what its siblings in a list share."""
+    return re.sub(r"#[^.\[]*", "", part.split("[")[0])
+
+
+def _groups(runs: list[Block], word: str) -> dict[str, set[int]]:
+    """The elements a kind word names (by tag, id or class, not by text), grouped by what they
+    share (``div.room``): each element once, however many text blocks it holds."""
+    stem = _stem(word)
+    kinds = _KINDS.get(stem, frozenset())
+    groups: dict[str, set[int]] = {}
+    for run in runs:
+        for k, part in enumerate(run.label.split(" < ")[:3]):
+            words = _words(part.split("[")[0])
+            if (stem in words or not kinds.isdisjoint(words)) and k < len(run.containers):
+                groups.setdefault(_signature(part), set()).add(run.containers[k])
+                break
+    return groups
+
+
+def _count(clause: str, s: States) -> Verdict | None:
+    """ "three room cards", "a single photo is left": that many elements of the kind are on screen
+    (counted by element, so a card with a title and a price is one card). Only ever ``ok``: what is
+    counted may be drawn in pictures, or partly off screen, so a different count proves nothing."""
+    masked = QUOTED.sub(" ", clause.lower())
+    for said in _COUNTED.finditer(masked):
+        number, phrase = said.group(1), said.group(2)
+        n = (
+            1
+            if number in ("a single", "only one", "just one", "one")
+            else _NUMBERS.get(number) or int(number)
+        )
+        nouns = [w for w in re.split(r"[\s-]+", phrase) if w not in _STOP and w not in _PREDICATE_WORDS]
+        for noun in reversed(nouns):  # "room cards": the cards, else the rooms
+            for shared, members in _groups(s.after, noun).items():
+                if len(members) == n:
+                    return "ok", f"{n} elements {shared} on screen: {number} {phrase}"
+    return None
+
+
+RULES: tuple[Rule, ...] = (
+    _strike,
+    _toggle,
+    _colour,
+    _fill,
+    _frame,
+    _appear,
+    _move,
+    _size,
+    _only,
+    _count,
+    _unchanged,
+    _back,
+)
 """The look rules, each deciding a kind of claim (or answering nothing)."""
 
 

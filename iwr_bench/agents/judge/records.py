@@ -47,6 +47,9 @@ class AssertionRequest(BaseModel):
     """Text a person could see before the action (``visible_text``: hidden and covered text left out)."""
     after_visible: VisibleText | None = None
     """Text a person can see after the action."""
+    first_visible: VisibleText | None = None
+    """Text a person could see when the page had just loaded, before the first action (what
+    "goes back to its starting tiles" compares with)."""
     acted_box: BoundingBox | None = None
     """Where the element the action clicked or typed into stood before it (None: a key press or
     scroll, or unknown)."""
