@@ -709,22 +709,32 @@ _SAME = re.compile(
 )
 
 
-def _unchanged(clause: str, s: States) -> Verdict | None:
-    """ "the board stays the same": every block of the named thing stands as it stood, and no block
-    of it came or went."""
+def _as_then(
+    clause: str, said: re.Pattern[str], then: list[Block] | None, now: list[Block], when: str
+) -> Verdict | None:
+    """The thing the clause names before ``said`` shows in ``now`` what it showed in ``then``, where
+    it showed it: every block stands as it stood, and none came or went (``when`` says which state)."""
     masked = QUOTED.sub(" ", clause.lower())
-    said = _SAME.search(masked)
-    if said is None:
+    match = said.search(masked)
+    if match is None or then is None:
         return None
-    head = re.split(r"[:;,]", masked[: said.start()])[-1]  # "no tile can move: the board"
-    before, after = _whole(s.before, head), _whole(s.after, head)
-    if not (before.sure and after.sure and before.blocks and after.blocks):
+    head = re.split(r"[:;,]", masked[: match.start()])[-1]  # "no tile can move: the board"
+    old, new = _whole(then, head), _whole(now, head)
+    if not (old.sure and new.sure and old.blocks and new.blocks):
         return None
-    moved = [r for r in after.blocks if not _stayed(r, before.blocks)]
-    went = [r for r in before.blocks if not _stayed(r, after.blocks)]
+    moved = [r for r in new.blocks if not _stayed(r, old.blocks)]
+    went = [r for r in old.blocks if not _stayed(r, new.blocks)]
     if not moved and not went:
-        return "ok", f"{_short(after.blocks)} ({after.how}) stand as before the action"
-    return "no", f"{_short(moved or went)} ({after.how}) {'changed or moved' if moved else 'went away'}"
+        return "ok", f"{_short(new.blocks)} ({new.how}) stand as {when}"
+    return (
+        "no",
+        f"{_short(moved or went)} ({new.how}) {'changed or moved' if moved else 'went away'} since {when}",
+    )
+
+
+def _unchanged(clause: str, s: States) -> Verdict | None:
+    """ "the board stays the same": as before the action."""
+    return _as_then(clause, _SAME, s.before, s.after, "before the action")
 
 
 _BACK = re.compile(
@@ -747,21 +757,8 @@ def _whole(runs: list[Block], head: str) -> Found:
 
 
 def _back(clause: str, s: States) -> Verdict | None:
-    """ "the board goes back to its starting tiles": the named thing shows what it showed when the
-    page had just loaded, where it showed it."""
-    masked = QUOTED.sub(" ", clause.lower())
-    said = _BACK.search(masked)
-    if said is None or s.first is None:
-        return None
-    head = re.split(r"[:;,]", masked[: said.start()])[-1]
-    first, after = _whole(s.first, head), _whole(s.after, head)
-    if not (first.sure and after.sure and first.blocks and after.blocks):
-        return None
-    differ = [r for r in after.blocks if not _stayed(r, first.blocks)]
-    lost = [r for r in first.blocks if not _stayed(r, after.blocks)]
-    if not differ and not lost:
-        return "ok", f"{_short(after.blocks)} ({after.how}) as when the page was loaded"
-    return "no", f"{_short(differ or lost)} ({after.how}) not as when the page was loaded"
+    """ "the board goes back to its starting tiles": as when the page had just loaded."""
+    return _as_then(clause, _BACK, s.first, s.after, "when the page was loaded")
 
 
 _SIZE = re.compile(
