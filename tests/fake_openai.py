@@ -26,7 +26,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict[str, str])
     """Extra response headers."""
     delay: float = 0.0
-    """Seconds to wait before answering."""
+    """Seconds to wait before answering (with ``gather``: the most to wait)."""
+    gather: int = 0
+    """Hold the answer until this many requests have been in flight at once, or ``delay`` passes."""
     finish_reason: str = "stop"
     """Completion finish reason."""
     tool_call: tuple[str, str] | None = None
@@ -45,6 +47,8 @@ class FakeOpenAI:
     """Requests being answered right now."""
     max_in_flight: int = 0
     """Most requests ever answered at once (to check concurrency limits)."""
+    gathered: dict[int, anyio.Event] = field(default_factory=dict[int, anyio.Event])
+    """Set once that many requests have been in flight at once (see ``Reply.gather``)."""
 
     def message(self, reply: Reply) -> tuple[dict[str, Any], str]:
         """The assistant message of a reply, and its finish reason."""
@@ -113,7 +117,14 @@ class FakeOpenAI:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            if reply.delay:
+            for count, reached in self.gathered.items():
+                if self.max_in_flight >= count:
+                    reached.set()
+            if reply.gather and self.max_in_flight < reply.gather:
+                reached = self.gathered.setdefault(reply.gather, anyio.Event())
+                with anyio.move_on_after(reply.delay):
+                    await reached.wait()
+            elif reply.delay:
                 await anyio.sleep(reply.delay)
         finally:
             self.in_flight -= 1

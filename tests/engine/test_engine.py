@@ -205,9 +205,9 @@ async def test_kill_9_then_resume_gives_the_same_scores(tmp_path: Path, allow_re
 async def test_limits_hold_and_adapt_to_429(tmp_path: Path, allow_requests: None) -> None:
     """Per-provider call limits hold; 429s shrink only that provider's limit; browser pages stay bounded."""
     page = "```html\n<html><body><p>nothing here</p></body></html>\n```"
-    # Each answer takes long enough that requests overlap even when preparing them (frame
-    # sampling) is slow on a loaded machine; at 0.4 s they could arrive one after another.
-    steady = FakeOpenAI(replies=[Reply(text=page, delay=2.0)])
+    # Answers are held until two requests overlap (at most 60 s): on a loaded machine preparing a
+    # request (frame sampling) can take longer than any fixed delay, and they arrived one by one.
+    steady = FakeOpenAI(replies=[Reply(text=page, delay=60.0, gather=2)])
     throttled = FakeOpenAI(
         replies=[
             Reply(status=429, headers={"Retry-After": "0"}),
