@@ -103,6 +103,11 @@ class RecordingDetails(Record):
     from the page's HTML as before). Every page judged for the task runs with it."""
     clock_start_ms: int | None = None
     """Where the page clock (``Date``) started while recording, in ms since the epoch (ours)."""
+    clock_step_ms: int | None = Field(default=None, ge=1, le=600_000)
+    """The page ran on a stepped clock while recording (ours): page time (``Date``, timers,
+    animation frames) stood still and moved on this many ms after the load and after each action,
+    however long the action took. Every page judged for the task runs on the same clock. None: the
+    page clock followed real time."""
 
     @field_validator("environment", mode="before")
     @classmethod

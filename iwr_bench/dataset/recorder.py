@@ -69,6 +69,7 @@ _CENTER_JS = (
 )
 _SCROLL_TOP_JS = "document.querySelector(%s).scrollTop"
 _HAS_TEXT_JS = "document.body ? document.body.innerText.includes(%s) : false"
+_PAGE_TEXT_JS = "document.body ? document.body.innerText : ''"
 
 
 class RecordError(UserError):
@@ -316,7 +317,13 @@ async def _perform(
     details = task_record.recording_details.model_copy(update={"random_seed": seed, "clock_start_ms": clock})
     task_record = task_record.model_copy(update={"recording_details": details})
     viewport = Viewport.parse(str(task_record.resolution))
-    spec = PageSpec(page=str(site), viewport=viewport, random_seed=seed, clock_start_ms=clock)
+    spec = PageSpec(
+        page=str(site),
+        viewport=viewport,
+        random_seed=seed,
+        clock_start_ms=clock,
+        clock_step_ms=details.clock_step_ms,
+    )
     requests: list[str] = []
     try:
         async with pool.page(spec, requests=requests) as tools:
@@ -326,10 +333,12 @@ async def _perform(
             total = len(script.actions)
             for step, action in enumerate(script.actions, start=1):
                 started = time.perf_counter()
-                await _act(tools, reel, action, step, config)
+                ticked = await _act(tools, reel, action, step, config)
                 if action.record.wait:
                     await anyio.sleep(action.record.wait)
-                await tools.wait_settled("scroll" if action.type == "Scroll" else "action")
+                # one clock step per action, as the judge's tools take it (see PageTools._settled)
+                after = "scroll" if action.type == "Scroll" else "action"
+                await tools.wait_settled(after, tick=not ticked)
                 await _check_expectation(tools, action, step)
                 if action.visual_evaluation_flag:
                     checkpoints.append(await tools.screenshot())
@@ -359,7 +368,8 @@ async def _perform(
     return _Recording(checkpoints, reel, requests, task_record)
 
 
-async def _act(tools: PageTools, reel: _Reel, action: ScriptAction, step: int, config: RecordConfig) -> None:
+async def _act(tools: PageTools, reel: _Reel, action: ScriptAction, step: int, config: RecordConfig) -> bool:
+    """Perform one scripted action; True when a page tool did it (and so moved a stepped clock on)."""
     where = f"step {step} ({action.type} {action.parameters.description!r})"
     try:
         match action.type:
@@ -376,15 +386,17 @@ async def _act(tools: PageTools, reel: _Reel, action: ScriptAction, step: int, c
                     await tools.click(index)
                 else:
                     await _click_at(tools, point)
+                return index >= 0
             case "Press":
                 key = pressed_key(action)
                 if key is None:
                     raise RecordError(f"{where}: no key to press (set parameters.key)")
                 await reel.hold(config.lead_in)
                 await tools.press(key)
+                return True
             case "Scroll":
                 await reel.hold(config.lead_in)
-                await _scroll(tools, action, where)
+                return await _scroll(tools, action, where)
             case _:
                 raise RecordError(f"{where}: the recorder performs Click, Type, Press and Scroll only")
     except ToolRetry as exc:
@@ -424,7 +436,7 @@ async def _type_at(tools: PageTools, point: tuple[float, float], text: str) -> N
     await tools.tab.insert_text(text)
 
 
-async def _scroll(tools: PageTools, action: ScriptAction, where: str) -> None:
+async def _scroll(tools: PageTools, action: ScriptAction, where: str) -> bool:
     direction = scroll_direction(action)
     if direction is None:
         raise RecordError(f"{where}: scroll direction {action.parameters.direction!r} is not up or down")
@@ -442,18 +454,22 @@ async def _scroll(tools: PageTools, action: ScriptAction, where: str) -> None:
         moved = abs(float(await tools.tab.evaluate(position)) - before)
         if moved <= 5:
             raise RecordError(f"{where}: scrolling {action.record.selector!r} moved it {moved:g} px")
-        return
+        return False
     result = await tools.scroll(direction, region=scroll_region(action))  # as the judge scrolls it
     if result.moved_px <= 5:
         raise RecordError(f"{where}: the page did not scroll (moved {result.moved_px:g} px)")
+    return True
 
 
 async def _check_expectation(tools: PageTools, action: ScriptAction, step: int) -> None:
     expected = action.record.expect_text
     if expected and not await tools.tab.evaluate(_HAS_TEXT_JS % json.dumps(expected)):
+        shown = await tools.tab.evaluate(_PAGE_TEXT_JS)
+        shown = " ".join(str(shown or "").split())
+        shown = shown if len(shown) <= 300 else shown[:300] + "..."
         raise RecordError(
             f"step {step} ({action.type} {action.parameters.description!r}): "
-            f"expected text {expected!r} is not visible after the action"
+            f"expected text {expected!r} is not visible after the action; the page reads: {shown!r}"
         )
 
 

@@ -7,6 +7,9 @@ and text that must be visible after the action (optional: an assertion no text c
 with a warning). ``recording_details.random_seed`` and ``recording_details.clock_start_ms`` may pin
 the page's randomness and clock; by default the seed comes from the site's entry page, as when
 judging, and the clock from the sandbox's fixed start. Both are stored with the task.
+``recording_details.clock_step_ms`` runs the page on a stepped clock (time moves that many ms per
+action, not with the machine: a countdown behaves the same however slowly the recording goes); it
+is stored too, and every judging of the task uses the same clock.
 """
 
 from __future__ import annotations

@@ -70,6 +70,8 @@ class TabSetup(BaseModel):
     """Pinned clock, locale, timezone, randomness."""
     seed: int
     """``Math.random`` seed."""
+    clock_step_ms: int | None = None
+    """Step of a stepped page clock (None: the page clock follows real time)."""
     load_timeout: float
     """Seconds the first load may take."""
 

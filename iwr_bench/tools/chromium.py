@@ -11,6 +11,7 @@ is set up: tabs, their workers and frames (request interception on, then release
 from __future__ import annotations
 
 import logging
+import secrets
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, suppress
@@ -27,7 +28,7 @@ from iwr_bench.tools.errors import BrowserStartError, PageFailure
 from iwr_bench.tools.jail import Containment, containment_level
 from iwr_bench.tools.memory import MemoryWatchdog
 from iwr_bench.tools.process import ChromiumProcess
-from iwr_bench.tools.scripts import JUDGE_WORLD, determinism_script, judge_init_script
+from iwr_bench.tools.scripts import JUDGE_WORLD, SteppedClock, determinism_script, judge_init_script
 from iwr_bench.tools.tab import CdpTab
 
 logging.getLogger("cdp_use").setLevel(logging.ERROR)  # it logs every connection at INFO
@@ -281,13 +282,16 @@ class ChromiumBrowser:
         await tab.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
         if det.hide_scrollbars:
             await tab.send("Emulation.setScrollbarsHidden", {"hidden": True})
-        epoch = det.epoch_ms if det.clock == "fixed_start" else None
+        epoch = det.epoch_ms if det.clock == "fixed_start" or setup.clock_step_ms else None
+        step = setup.clock_step_ms
+        clock = SteppedClock(f"iwr{secrets.token_hex(8)}", step) if step else None
         await tab.send(
-            "Page.addScriptToEvaluateOnNewDocument", {"source": determinism_script(setup.seed, epoch)}
+            "Page.addScriptToEvaluateOnNewDocument",
+            {"source": determinism_script(setup.seed, epoch, clock=clock)},
         )
         await tab.send(
             "Page.addScriptToEvaluateOnNewDocument",
-            {"source": judge_init_script(det.hide_caret), "worldName": JUDGE_WORLD},
+            {"source": judge_init_script(det.hide_caret, clock), "worldName": JUDGE_WORLD},
         )
         await tab.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]})
         await tab.send("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0})

@@ -98,6 +98,10 @@ class Determinism(BaseModel):
     with real elapsed time; ``real``: the machine clock."""
     epoch_ms: int = 1_704_067_200_000
     """Start of the page clock in ``fixed_start`` mode (2024-01-01T00:00:00Z)."""
+    clock_step_ms: int | None = Field(default=None, ge=1, le=600_000)
+    """A stepped page clock for every page (a page's own :attr:`PageSpec.clock_step_ms` wins): page
+    time (``Date``, ``performance.now``, timers, animation frames) stands still and moves on this
+    many ms after the load and after each action, whatever the machine took. ``None``: real time."""
     hide_caret: bool = True
     """Make the text caret transparent (it blinks and would break screenshot equality)."""
     hide_scrollbars: bool = True
@@ -119,6 +123,9 @@ class PageSpec(BaseModel):
     """Seed of ``Math.random`` for this page (the task's recorded seed); None: the pool's rule."""
     clock_start_ms: int | None = None
     """Start of the page clock for this page (the task's recorded one); None: the pool's setting."""
+    clock_step_ms: int | None = Field(default=None, ge=1, le=600_000)
+    """Run this page on a stepped clock moving this many ms per action (the task's recorded one, see
+    :attr:`Determinism.clock_step_ms`); None: the pool's setting."""
 
     @field_validator("page")
     @classmethod
@@ -384,11 +391,32 @@ class TextRun(BaseModel):
     """How the block looks (colours, line-through, frames, toggle state, size)."""
 
 
+class FormField(BaseModel):
+    """A form field a person can see: what it is called and what it shows (its value, else its
+    placeholder). Kept apart from the text runs, so text typed into a box is never taken for text
+    the page wrote."""
+
+    tag: str
+    """``input``, ``textarea`` or ``select``."""
+    type: str = ""
+    """The input's type (``text``, ``search``, ``email``, ...; empty for a textarea or select)."""
+    name: str = ""
+    """Its accessible name: aria-labelledby, aria-label, its labels, title, placeholder, name, id."""
+    value: str = ""
+    """What it holds (a password as dots; a select's chosen option's text)."""
+    placeholder: str = ""
+    """The hint it shows while empty."""
+    box: BoundingBox
+    """Where it is, in viewport pixels."""
+
+
 class VisibleText(BaseModel):
     """What the viewport shows as text, block by block, in document order."""
 
     runs: list[TextRun]
     """Visible text runs."""
+    fields: list[FormField] = []
+    """Visible form fields (text-like inputs, text areas, selects), in document order."""
     text: str
     """The on-screen runs' texts joined by newlines."""
     truncated: bool = False

@@ -161,6 +161,7 @@ class PagePool:
                         viewport=spec.viewport,
                         determinism=determinism,
                         seed=_seed(spec, determinism, server),
+                        clock_step_ms=spec.clock_step_ms or determinism.clock_step_ms,
                         load_timeout=self.config.limits.load_timeout,
                     )
                     tab: Tab | None = None

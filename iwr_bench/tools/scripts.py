@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 JUDGE_WORLD = "iwr-judge"
 """Name of the isolated world the judge's scripts run in."""
@@ -45,10 +46,90 @@ _DETERMINISM = r"""
   } }.random;
   show(random, 'random');
   Math.random = random;
+  // A stepped clock (top document only): page time stands still until the judge moves it on by
+  // one step after each action, running the timers that fall due in order, so a countdown ticks
+  // the same however long an action really took.
+  const stepped = cfg.clock !== null && window === window.top ? cfg.clock : null;
+  let vt = 0;  // page time, ms since the document started (stepped clock)
+  if (stepped) {
+    const realTimeout = setTimeout, max = Math.max, Num = Number, Str = String, P = Promise;
+    const Fn = Function, MC = MessageChannel, post = MessagePort.prototype.postMessage;
+    const slice = Array.prototype.slice, listen = EventTarget.prototype.addEventListener;
+    const cancel = Event.prototype.preventDefault, create = Object.create;
+    const FRAME = 1000 / 60;
+    const timers = create(null);
+    let nextId = 1, order = 0, busy = false;
+    const schedule = (handler, delay, args, every) => {
+      const fn = typeof handler === 'function' ? handler : Fn(Str(handler));
+      const d = max(0, Num(delay) || 0), id = nextId++;
+      timers[id] = { due: vt + d, order: order++, fn, args, every: every ? max(d, 1) : 0 };
+      return id;
+    };
+    const clear = { clearTimeout(id) { delete timers[id]; } }.clearTimeout;
+    const setTimeoutV = { setTimeout(handler) {
+      return schedule(handler, arguments[1], apply(slice, arguments, [2]), false);
+    } }.setTimeout;
+    const setIntervalV = { setInterval(handler) {
+      return schedule(handler, arguments[1], apply(slice, arguments, [2]), true);
+    } }.setInterval;
+    const clearIntervalV = { clearInterval(id) { delete timers[id]; } }.clearInterval;
+    const raf = { requestAnimationFrame(callback) {
+      const wait = floor(vt / FRAME + 1) * FRAME - vt;
+      return schedule(() => apply(callback, window, [vt]), wait, [], false);
+    } }.requestAnimationFrame;
+    const caf = { cancelAnimationFrame(id) { delete timers[id]; } }.cancelAnimationFrame;
+    const pnow = { now() { return vt; } }.now;
+    for (const [fn, name] of [[clear, 'clearTimeout'], [setTimeoutV, 'setTimeout'], [pnow, 'now'],
+      [setIntervalV, 'setInterval'], [clearIntervalV, 'clearInterval'], [raf, 'requestAnimationFrame'],
+      [caf, 'cancelAnimationFrame']]) show(fn, name);
+    window.setTimeout = setTimeoutV; window.clearTimeout = clear;
+    window.setInterval = setIntervalV; window.clearInterval = clearIntervalV;
+    window.requestAnimationFrame = raf; window.cancelAnimationFrame = caf;
+    defineProperty(Performance.prototype, 'now',
+      { value: pnow, writable: true, enumerable: true, configurable: true });
+    const due = (limit) => {  // the earliest timer due by ``limit`` (ties in the order they were set)
+      let best = null, key = null;
+      for (const k in timers) {
+        const t = timers[k];
+        if (t.due > limit) continue;
+        if (best === null || t.due < best.due || (t.due === best.due && t.order < best.order)) {
+          best = t; key = k;
+        }
+      }
+      return key;
+    };
+    const yieldTask = () => new P((resolve) => {  // let promises and the page's own tasks run
+      const ch = new MC();
+      ch.port1.onmessage = () => resolve();
+      apply(post, ch.port2, [0]);
+    });
+    const step = async () => {
+      busy = true;
+      const target = vt + stepped.step, begun = apply(perfNow, perf, []);
+      try {
+        // bounded: a page that keeps setting zero-delay timers cannot hold the judge
+        for (let fired = 0; fired < 5000 && apply(perfNow, perf, []) - begun < 4000; fired++) {
+          const key = due(target);
+          if (key === null) break;
+          const t = timers[key];
+          vt = max(vt, t.due);
+          if (t.every) { t.due = vt + t.every; t.order = order++; } else delete timers[key];
+          try { apply(t.fn, window, t.args); } catch (e) { realTimeout(() => { throw e; }, 0); }
+          await yieldTask();
+        }
+      } finally {
+        vt = max(vt, target);
+        busy = false;
+      }
+    };
+    apply(listen, document, [stepped.name, () => { if (!busy) step(); }]);
+    apply(listen, document, [stepped.name + '?', (e) => { if (busy) apply(cancel, e, []); }]);
+  }
   if (cfg.epoch !== null) {
     const RealDate = Date, dateString = Date.prototype.toString;
     const t0 = apply(perfNow, perf, []);
-    const current = () => floor(cfg.epoch + apply(perfNow, perf, []) - t0);
+    const current = stepped ? () => floor(cfg.epoch + vt)
+      : () => floor(cfg.epoch + apply(perfNow, perf, []) - t0);
     const now = { now() { return current(); } }.now;
     show(now, 'now');
     const FakeDate = new Proxy(RealDate, {
@@ -60,7 +141,8 @@ _DETERMINISM = r"""
     show(FakeDate, 'Date');
     const originDesc = Object.getOwnPropertyDescriptor(Performance.prototype, 'timeOrigin');
     if (originDesc && originDesc.get) {
-      const getter = { get timeOrigin() { return cfg.epoch - t0; } };
+      const origin = stepped ? cfg.epoch : cfg.epoch - t0;
+      const getter = { get timeOrigin() { return origin; } };
       const get = Object.getOwnPropertyDescriptor(getter, 'timeOrigin').get;
       show(get, 'get timeOrigin');
       defineProperty(Performance.prototype, 'timeOrigin', { ...originDesc, get });
@@ -81,16 +163,49 @@ _DETERMINISM = r"""
 """
 
 
-def determinism_script(seed: int, epoch_ms: int | None, no_webrtc: bool = True) -> str:
-    """The page-world script: seeded ``Math.random``, the fixed clock start, no WebRTC."""
-    cfg = json.dumps({"seed": seed, "epoch": epoch_ms, "noWebrtc": no_webrtc})
+def determinism_script(
+    seed: int, epoch_ms: int | None, no_webrtc: bool = True, clock: SteppedClock | None = None
+) -> str:
+    """The page-world script: seeded ``Math.random``, the fixed clock start, no WebRTC, and with
+    ``clock`` a stepped page clock (``epoch_ms`` is then required)."""
+    if clock is not None and epoch_ms is None:
+        raise ValueError("a stepped clock needs a fixed start (epoch_ms)")
+    stepped = None if clock is None else {"name": clock.name, "step": clock.step_ms}
+    cfg = json.dumps({"seed": seed, "epoch": epoch_ms, "noWebrtc": no_webrtc, "clock": stepped})
     return _DETERMINISM % {"cfg": cfg}
+
+
+@dataclass(frozen=True)
+class SteppedClock:
+    """A page clock that moves only when the judge says so, ``step_ms`` at a time. ``name`` is the
+    secret event type the judge's world signals the page's world with (a fresh one per tab)."""
+
+    name: str
+    step_ms: int
+
+
+ADVANCE_CLOCK = r"""
+(async () => {
+  const c = window.__iwr__ && window.__iwr__.clock;
+  if (!c) return 0;
+  document.dispatchEvent(new CustomEvent(c.name));
+  const begun = performance.now();
+  while (!document.dispatchEvent(new CustomEvent(c.name + '?', { cancelable: true }))) {
+    if (performance.now() - begun > 5000) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return c.step;
+})()
+"""
+"""Judge-world script: move a stepped page clock on by one step and wait until the timers that fell
+due have run; returns the step in ms (0 when the page runs on the real clock)."""
 
 
 _JUDGE_INIT = r"""
 (() => {
   const cfg = %(cfg)s;
-  Object.defineProperty(window, '__iwr__', { value: { els: [], gen: 0 }, enumerable: false });
+  Object.defineProperty(window, '__iwr__',
+    { value: { els: [], gen: 0, clock: cfg.clock }, enumerable: false });
   if (cfg.hideCaret) {
     const sheet = new CSSStyleSheet();
     sheet.replaceSync('*,*::before,*::after{caret-color:transparent !important}');
@@ -100,9 +215,11 @@ _JUDGE_INIT = r"""
 """
 
 
-def judge_init_script(hide_caret: bool) -> str:
-    """The judge-world script run at every new document: its state, caret hiding."""
-    return _JUDGE_INIT % {"cfg": json.dumps({"hideCaret": hide_caret})}
+def judge_init_script(hide_caret: bool, clock: SteppedClock | None = None) -> str:
+    """The judge-world script run at every new document: its state (with the stepped clock's
+    event name and step), caret hiding."""
+    stepped = None if clock is None else {"name": clock.name, "step": clock.step_ms}
+    return _JUDGE_INIT % {"cfg": json.dumps({"hideCaret": hide_caret, "clock": stepped})}
 
 
 _OBSERVE = r"""
@@ -544,6 +661,7 @@ _VISIBLE_TEXT = r"""
       a.node === b.node ? 0 : (a.node.compareDocumentPosition(b.node) & FOLLOWING ? -1 : 1));
   };
   let truncated = false, nodes = 0;
+  const fields = [];
   const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
   try {
@@ -589,6 +707,34 @@ _VISIBLE_TEXT = r"""
       }
     }
     if (ANNOTATE) annotate(runs, onTop);
+    // Form fields a person sees, with what they show: typed text is no text node, and an empty box
+    // shows only its placeholder.
+    const SKIP = ['hidden', 'checkbox', 'radio', 'range', 'color', 'file', 'image', 'button', 'submit',
+                  'reset'];
+    for (const el of Array.from(document.querySelectorAll('input,textarea,select')).slice(0, 200)) {
+      if (fields.length >= 40) break;
+      if (el.tagName === 'INPUT' && SKIP.includes(el.type)) continue;
+      if (!shown(el) || cumOpacity(el) <= 0.05) continue;
+      const b = el.getBoundingClientRect();
+      if (b.width < 4 || b.height < 4 || b.bottom <= 0 || b.right <= 0 || b.top >= H || b.left >= W) continue;
+      const { kept } = clips(el, b);
+      if (!big(kept, b)) continue;
+      if (!onTop(el, Math.min(Math.max(b.left + b.width / 2, 0), W - 1),
+                     Math.min(Math.max(b.top + b.height / 2, 0), H - 1))) continue;
+      const by = (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean).slice(0, 4)
+        .map((id) => { const r = document.getElementById(id); return r ? r.textContent : ''; }).join(' ');
+      const labels = el.labels ? Array.from(el.labels, (l) => l.textContent).join(' ') : '';
+      const name = [by, el.getAttribute('aria-label'), labels, el.getAttribute('title'),
+                    el.getAttribute('placeholder'), el.getAttribute('name'), el.id]
+        .map((t) => String(t || '').replace(/\s+/g, ' ').trim()).filter(Boolean).join(' | ');
+      let value = '';
+      if (el.tagName === 'SELECT') value = el.selectedIndex >= 0 ? el.options[el.selectedIndex].text : '';
+      else value = el.type === 'password' ? '\u2022'.repeat(el.value.length) : el.value;
+      fields.push({ tag: el.tagName.toLowerCase(), type: el.tagName === 'INPUT' ? el.type : '',
+                    name: name.slice(0, 200), value: String(value).slice(0, 500),
+                    placeholder: String(el.getAttribute('placeholder') || '').slice(0, 200),
+                    box: { x: b.left, y: b.top, width: b.width, height: b.height } });
+    }
   } finally {
     document.adoptedStyleSheets = sheets;
   }
@@ -710,7 +856,7 @@ _VISIBLE_TEXT = r"""
   const page = rgb(style(body).backgroundColor) || rgb(style(document.documentElement).backgroundColor) ||
     '255,255,255';
   return { runs: out, text: out.filter((r) => r.on_screen).map((r) => r.text).join('\n'), truncated,
-           background: page };
+           background: page, fields };
 })()
 """
 

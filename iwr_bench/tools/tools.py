@@ -63,14 +63,23 @@ class PageTools:
             self.tab.fail(failure)
             raise failure from None
 
-    async def _settled(self, name: str, detail: str, after: SettleAfter) -> ActionResult:
+    async def _settled(self, name: str, detail: str, after: SettleAfter, tick: bool = True) -> ActionResult:
+        # A stepped page clock moves on one step (its due timers run) before the wait: once per
+        # input (click, type, key, scroll) and at load, never for a hover or a plain wait.
+        if tick:
+            await self.tab.evaluate(scripts.ADVANCE_CLOCK, await_promise=True)
         waited, ok, shot = await settle(self.tab, self.settle_config, after)
         self._last_shot = shot
         return ActionResult(action=name, detail=detail, settle_seconds=round(waited, 4), settled=ok)
 
-    async def wait_settled(self, after: SettleAfter = "load") -> ActionResult:
-        """Wait for the page to settle (used after loading)."""
-        return await self._guard("settle", lambda: self._settled("settle", "", after))
+    async def wait_settled(self, after: SettleAfter = "load", tick: bool | None = None) -> ActionResult:
+        """Wait for the page to settle (used after loading).
+
+        ``tick``: move a stepped page clock on one step first (default: only after a load); pass
+        True after an input sent straight to the tab, which no tool here has counted.
+        """
+        ticks = after == "load" if tick is None else tick
+        return await self._guard("settle", lambda: self._settled("settle", "", after, ticks))
 
     async def observe(self) -> Observation:
         """List the interactive elements (indexed) and the visible text of the page."""
@@ -195,7 +204,7 @@ class PageTools:
         async def body() -> ActionResult:
             x, y, tag = await self._point(index)
             await self.tab.mouse("mouseMoved", x, y)
-            return await self._settled("hover", f"{tag}#{index}", "action")
+            return await self._settled("hover", f"{tag}#{index}", "action", tick=False)
 
         return await self._guard("hover", body)
 

@@ -45,6 +45,7 @@ PLAIN_SWITCH = (  # the state lives in a class and a colour only, as on many rea
 YEARLY = "<button id=yearly style='color:{};background:{};border:1px solid #0d9488'>Pay yearly</button>"
 PLANTS = "<main><div class=grid>" + "<div class=card><h3>{}</h3></div>" * 3 + "</div></main>"
 PILL = "<p>Settings <span class=pill style='background:{}'>1 unsaved change</span></p>"
+SEARCH = "<input aria-label='Search titles' value='{}'>"
 NOTICE = "<p class=notice style='color:{}'>Exported 3 rows to orders.csv</p>"
 VIEWER = "<div class=grid><p>Thumbnails</p></div>{}"
 BOARD = (
@@ -166,6 +167,27 @@ CASES = {
         "<div class=board><span>4</span> <span>2</span></div><p>Moves: 2</p>",
         {},
     ),
+    "field-cleared": (
+        "the search box is cleared",
+        SEARCH.format("pine"),
+        SEARCH.format(""),
+        SEARCH.format("pine") + "<p>1 photo</p>",
+        {},
+    ),
+    "typed-value": (  # text typed into a box counts for a clause about that box
+        "the search box shows 'pine'",
+        SEARCH.format(""),
+        SEARCH.format("pine"),
+        SEARCH.format("") + "<p>pin</p>",
+        {},
+    ),
+    "box-is-not-field": (  # ... and never for text the page should write itself
+        "a green box says 'Lin Wei'",
+        "<input aria-label='Name on booking' value='Lin Wei'>",
+        "<input aria-label='Name on booking' value='Lin Wei'><p style='color:#15803d'>Lin Wei</p>",
+        "<input aria-label='Name on booking' value='Lin Wei'><p>Booking pending</p>",
+        {},
+    ),
     "quoted-colour": (
         "a green notice says 'Exported 3 rows to orders.csv'",
         "<p>Orders</p>",
@@ -189,6 +211,12 @@ ONLY_OK = {  # rules that say only yes: what they count or look for may be drawn
         "<p>Leftovers keep for two days.</p>",
         "<ul id=ing><li>250 g flour</li><li>2 eggs</li></ul>",
         "<p>Leftovers keep for two days.</p><p>Whisk everything.</p>",
+    ),
+    "field-shown": (  # the field is known by its placeholder, though no label names it
+        "a name field appears",
+        "<h2>Extras</h2>",
+        "<h2>Review</h2><p>Name on booking</p><input placeholder='First and last name'>",
+        "<h2>Review</h2><p>Name on booking</p>",
     ),
     "coloured-kind": (
         "red messages appear under each field",

@@ -429,3 +429,51 @@ async def test_validate_replay_names_the_request_a_broken_reference_fails(
     assert await anyio.to_thread.run_sync(main, argv) == 1  # the CLI runs its own event loop
     out = capsys.readouterr().out
     assert "task 7: error: oracle: request failed: Failed to load resource" in out and "js/state.js" in out
+
+
+GAME = """<!doctype html><html><head><meta charset="utf-8"></head><body style="font:16px sans-serif">
+<button id=start>Start</button> <button id=hit>Hit</button> <p id=state>Press Start</p>
+<script>
+let left = 4, score = 0, timer = null;
+const show = () => {
+  document.getElementById('state').textContent =
+    left > 0 ? `Score: ${score} · ${left} s left` : `Time's up: ${score}`;
+};
+const tick = () => { left -= 1; show(); if (!left) clearInterval(timer); };
+document.getElementById('start').onclick = () => {
+  if (timer === null) { show(); timer = setInterval(tick, 1000); }
+};
+document.getElementById('hit').onclick = () => { if (left > 0) { score += 1; show(); } };
+</script></body></html>"""
+
+
+async def test_a_timed_game_records_on_a_stepped_clock_and_judges_the_same(
+    pool: PagePool, prover: OracleProver, tmp_path: Path
+) -> None:
+    # A 4 s game, recorded at the recorder's pace (seconds per action): on the real clock it would
+    # be over before the second hit. On a stepped clock each action is one second of game time.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(GAME)
+
+    def click(what: str, expect: str) -> dict[str, object]:
+        return {
+            "type": "Click",
+            "parameters": {"description": f"the '{what}' button"},
+            "visual_evaluation_flag": True,
+            "logical_assertion": f"the line reads '{expect}'",
+            "record": {"selector": f"#{what.lower()}", "expect_text": expect},
+        }
+
+    actions = [click("Start", "Score: 0 · 3 s left"), click("Hit", "Score: 1 · 2 s left")]
+    actions.append(click("Hit", "Score: 2 · 1 s left"))
+    data = {
+        "id": 11,
+        "recording_details": {"resolution": "480x240", "clock_step_ms": 1000},
+        "actions": actions,
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data, allow_unicode=True))
+    done = await record(site, load_script(tmp_path / "s.yaml"), tmp_path / "out", pool=pool, prove=prover)
+    assert done.proof is not None and done.proof.problems == [] and done.proof.ifs == 1.0
+    details = json.loads((tmp_path / "out" / "data.jsonl").read_text())["recording_details"]
+    assert details["clock_step_ms"] == 1000  # and the proof above replayed with it

@@ -104,3 +104,33 @@ async def test_a_body_with_hidden_overflow_clips_only_when_it_keeps_its_overflow
         seen = await tools.visible_text()
     texts = [r.text for r in seen.runs if r.on_screen]
     assert ("You won the round" in texts) is shown, texts
+
+
+FIELDS = """<!doctype html><html><body style="margin:0;font:16px sans-serif">
+<label for="who">Name on booking</label> <input id="who" placeholder="First and last name">
+<input aria-label="Search titles" value="pine">
+<input type="password" aria-label="Secret" value="abc">
+<select aria-label="Size"><option>Small</option><option selected>Large</option></select>
+<textarea placeholder="Notes"></textarea>
+<input type="checkbox" aria-label="Tick"> <input type="hidden" value="nope">
+<input aria-label="Invisible" style="opacity:0">
+<div style="position:relative;height:30px"><input aria-label="Covered" value="under">
+<div style="position:absolute;inset:0;background:#fff"></div></div>
+<input aria-label="Far" style="position:absolute;top:3000px">
+</body></html>"""
+
+
+async def test_visible_text_lists_the_fields_a_person_sees_with_what_they_hold(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    async with pool.page(PageSpec(page=str(write_page(FIELDS)))) as tools:
+        seen = await tools.visible_text()
+        await tools.tab.evaluate("document.getElementById('who').value = 'Lin Wei'")
+        typed = await tools.visible_text()
+    got = {f.name.split(" | ")[0]: f for f in seen.fields}
+    assert list(got) == ["Name on booking", "Search titles", "Secret", "Size", "Notes"]
+    assert got["Name on booking"].value == "" and got["Name on booking"].placeholder == "First and last name"
+    assert got["Search titles"].value == "pine" and got["Secret"].value == "\u2022\u2022\u2022"
+    assert got["Size"].tag == "select" and got["Size"].value == "Large" and got["Notes"].tag == "textarea"
+    assert "pine" not in seen.text  # typed text is kept apart from the text the page writes
+    assert typed.fields[0].value == "Lin Wei"

@@ -21,19 +21,19 @@ Without visible text (older callers) the page text, or OCR of the screenshots, s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio.to_thread
 
-from iwr_bench.agents.judge.claims import NUMBER, Claim, Parsed, norm, parse
+from iwr_bench.agents.judge.claims import NUMBER, QUOTED, Claim, Parsed, norm, parse
 from iwr_bench.agents.judge.claims import evidence_tokens as evidence_tokens
-from iwr_bench.agents.judge.looks import States, blocks
+from iwr_bench.agents.judge.looks import FIELD, States, blocks, fields_named
 from iwr_bench.agents.judge.looks import check as check_looks
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
 from iwr_bench.metrics.hashing import as_image, pixel_digest
 from iwr_bench.metrics.ocr import EasyOcr
 from iwr_bench.registry import register
-from iwr_bench.tools.models import BoundingBox, TextRun, VisibleText
+from iwr_bench.tools.models import BoundingBox, FormField, TextRun, VisibleText
 
 
 def _pattern(token: str) -> re.Pattern[str]:
@@ -60,6 +60,8 @@ class Screen:
     runs: list[TextRun] | None = None
     offscreen: str = ""
     """Text on the page that only scrolling would bring into view."""
+    fields: list[FormField] = field(default_factory=list[FormField])
+    """The form fields on screen, with what they hold."""
 
     @classmethod
     def of(cls, seen: VisibleText | None, text: str | None) -> Screen:
@@ -67,7 +69,7 @@ class Screen:
         if seen is None:
             return cls(text)
         off = "\n".join(r.text for r in seen.runs if not r.on_screen)
-        return cls(seen.text, [r for r in seen.runs if r.on_screen], off)
+        return cls(seen.text, [r for r in seen.runs if r.on_screen], off, list(seen.fields))
 
 
 class HeuristicAssertionJudge:
@@ -172,6 +174,8 @@ def _looks(
         acted=acted,
         assertion=parsed.text,
         first=blocks(seen_first.runs) if seen_first is not None else None,
+        fields_before=old.fields,
+        fields_after=new.fields,
     )
     held: list[str] = []
     failed: list[str] = []
@@ -199,6 +203,11 @@ def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:
     scope, subject = _scope(claim, new.runs), " ".join(claim.subject)
     where = after if scope is None else "\n".join(r.text for r in scope)
     if not contains(where, token):
+        typed = _typed(claim, new)
+        if typed is not None:  # "the search box shows 'pine'": the value typed into a named field
+            if claim.change and _typed(claim, old) == typed:
+                return "no", f"{token!r} was already in the {typed} before the action"
+            return "ok", ""
         if scope is not None and contains(after, token):
             return (
                 "no",
@@ -210,6 +219,18 @@ def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:
     if claim.change and not _is_new(claim, old, new, scope):
         return "no", f"{token!r} was already shown before the action, so it is not what changed"
     return "ok", ""
+
+
+def _typed(claim: Claim, screen: Screen) -> str | None:
+    """The field holding ``claim.token``, when the clause is about a field ("the box shows 'milk'");
+    a value typed into a box counts only for such clauses, never for text the page should write."""
+    if not screen.fields or not FIELD.search(QUOTED.sub(" ", claim.clause)):
+        return None
+    named, _ = fields_named(screen.fields, claim.clause)
+    for f in named:
+        if f.value and contains(f.value, claim.token):
+            return f"{f.tag} field {f.name.split(' | ')[0] if f.name else ''}".rstrip()
+    return None
 
 
 def _is_new(claim: Claim, old: Screen, new: Screen, scope: list[TextRun] | None) -> bool:

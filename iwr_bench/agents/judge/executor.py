@@ -115,7 +115,9 @@ class Executor:
             page=str(page),
             assets_dir=str(task.assets_dir) if task.assets_dir.is_dir() else None,
             viewport=Viewport(width=size.width, height=size.height),
-            **task.record.recording_details.model_dump(include={"random_seed", "clock_start_ms"}),
+            **task.record.recording_details.model_dump(
+                include={"random_seed", "clock_start_ms", "clock_step_ms"}
+            ),
         )
         try:
             with emitting(self.emit):

@@ -20,10 +20,10 @@ import colorsys
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from iwr_bench.agents.judge.claims import GENERIC, QUOTED, norm
-from iwr_bench.tools.models import BoundingBox, RunLook, TextRun
+from iwr_bench.tools.models import BoundingBox, FormField, RunLook, TextRun
 
 Verdict = tuple[str, str]
 """("ok" | "no", why)."""
@@ -167,6 +167,10 @@ class States:
     """The whole assertion the clause comes from."""
     first: list[Block] | None = None
     """The page as the replay found it, before the first action (None: not measured)."""
+    fields_before: list[FormField] = field(default_factory=list[FormField])
+    """The form fields on screen before the action."""
+    fields_after: list[FormField] = field(default_factory=list[FormField])
+    """The form fields on screen after it."""
 
 
 _STOP_TEXT = (
@@ -625,8 +629,9 @@ def _appear(clause: str, s: States) -> Verdict | None:
         if not found.sure:
             return None
         return "no", f"{_short(found.blocks)} ({found.how}) still shown after the action"
-    if not _APPEAR.search(masked):
-        return None
+    verb = _APPEAR.search(masked)
+    if verb is None or _FORM_FIELD.search(masked[: verb.start()]):
+        return None  # a form field is known by its box, not by text that names it (see _field)
     if not new:
         return None  # what appeared may be a picture: pixels, not text, decide it
     hits = find(new, clause, None)
@@ -896,6 +901,71 @@ def _count(clause: str, s: States) -> Verdict | None:
     return None
 
 
+FIELD = re.compile(r"\b(fields?|inputs?|text ?box(?:es)?|search box|boxe?s?|textareas?|text areas?)\b")
+"""A clause about a form field ("a name field", "the search box is cleared")."""
+_FORM_FIELD = re.compile(r"\b(fields?|inputs?|text ?box(?:es)?|search box(?:es)?|textareas?|text areas?)\b")
+"""The words that name a form field for certain ("box" alone may be a message box)."""
+_FIELD_KINDS = frozenset({"field", "input", "box", "textbox", "textarea", "area", "text"})
+_EMPTY = re.compile(r"\b(empty|emptie[sd]|clear(?:s|ed)?|blank)\b")
+_EMPTY_NOT = re.compile(r"\b(not|no longer|never)\s+(?:\w+\s+)?(empty|blank|cleared)\b")
+
+
+def fields_named(fields: list[FormField], clause: str) -> tuple[list[FormField], str]:
+    """The fields ``clause`` names, by its quoted text or its own words against each field's
+    accessible name ("a name field": the box labelled 'First and last name'), and how."""
+    quoted = [norm(m.group(1)) for m in QUOTED.finditer(clause) if m.group(1).strip()]
+    if quoted:
+        hits = [f for f in fields if any(q in norm(f"{f.name} {f.placeholder}") for q in quoted)]
+        if hits:
+            return hits, "the name quoted"
+    words = [w for w in subject_words(clause) if len(w) >= 3 and _stem(w) not in _FIELD_KINDS]
+    if not words:
+        return [], ""
+    hits = [f for f in fields if any(_stem(w) in _words(f"{f.name} {f.placeholder}") for w in words)]
+    return hits, "named " + " ".join(words)
+
+
+def _label_of(f: FormField) -> str:
+    name = f.name.split(" | ")[0] if f.name else f.tag
+    return name if len(name) <= 40 else name[:39] + "\u2026"
+
+
+def _field(clause: str, s: States) -> Verdict | None:
+    """A form field that is shown, empty or gone, decided from the fields a person sees and what
+    they hold (their value, else their placeholder); quoted values are checked as claims."""
+    if not FIELD.search(QUOTED.sub(" ", clause)):
+        return None
+    after, how = fields_named(s.fields_after, clause)
+    before, _ = fields_named(s.fields_before, clause)
+    if not how:
+        return None
+    if _EMPTY.search(clause):
+        if not after:
+            return None
+        full = [f for f in after if f.value]
+        if _EMPTY_NOT.search(clause):
+            if full:
+                return "ok", f"field {_label_of(full[0])!r} ({how}) holds {full[0].value!r}"
+            return "no", f"field {_label_of(after[0])!r} ({how}) is empty"
+        if full:
+            return "no", f"field {_label_of(full[0])!r} ({how}) still holds {full[0].value!r}"
+        return "ok", f"field {_label_of(after[0])!r} ({how}) is empty"
+    masked = QUOTED.sub(" ", clause)
+    if _GONE.search(masked):
+        if before and not after:
+            return "ok", f"field {_label_of(before[0])!r} ({how}) shown before, gone after"
+        if after:
+            return "no", f"field {_label_of(after[0])!r} ({how}) still shown after the action"
+        return None
+    if QUOTED.search(clause) or not (_APPEAR.search(masked) or _VERB.search(masked) is None):
+        return None
+    if after:
+        shown = after[0]
+        hint = f", placeholder {shown.placeholder!r}" if shown.placeholder and not shown.value else ""
+        return "ok", f"a {shown.tag} field {_label_of(shown)!r} ({how}{hint}) is shown"
+    return None
+
+
 RULES: tuple[Rule, ...] = (
     _strike,
     _toggle,
@@ -909,6 +979,7 @@ RULES: tuple[Rule, ...] = (
     _count,
     _unchanged,
     _back,
+    _field,
 )
 """The look rules, each deciding a kind of claim (or answering nothing)."""
 

@@ -132,7 +132,7 @@ async def _press_raw(tools: PageTools, key: str) -> None:
     """Send ``key`` as a bare key-down/key-up pair (a name the key table does not know), then settle."""
     await tools.tab.key("rawKeyDown", {"key": key})
     await tools.tab.key("keyUp", {"key": key})
-    await tools.wait_settled("action")
+    await tools.wait_settled("action", tick=True)
 
 
 @register("replay", "default")

@@ -114,9 +114,11 @@ class RemoteTools:
         self.shot = answer.shot
         return answer_value(answer)
 
-    async def wait_settled(self, after: Literal["load", "action", "scroll"] = "load") -> ActionResult:
+    async def wait_settled(
+        self, after: Literal["load", "action", "scroll"] = "load", tick: bool | None = None
+    ) -> ActionResult:
         """See :meth:`PageTools.wait_settled`."""
-        return await self.call("wait_settled", after)
+        return await self.call("wait_settled", after, tick)
 
     async def observe(self) -> Observation:
         """See :meth:`PageTools.observe`."""
