@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium fonts-dejavu-core fonts-liberation)
+APT_PACKAGES=(chromium fonts-dejavu-core fonts-liberation fonts-noto-color-emoji)
 VENV=.venv
 STAMP="$VENV/.setup-stamp"
 

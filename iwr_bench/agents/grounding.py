@@ -433,7 +433,8 @@ class HeuristicGrounder:
         name = accessible_name(el)
         if name and name.lower() != visible:  # an icon's name ("Rate 4"): visible text wins ties
             lexical = max(lexical, _NAME_WEIGHT * _lexical(name.lower(), quoted, content))
-        if glyph := glyph_words(el.text):  # what a person calls the icon drawn: "gear", "star"
+        # what a person calls the icon drawn: "gear", "star", an icon font's "eye"
+        if glyph := " ".join(filter(None, (glyph_words(el.text), el.icon))):
             shared = _content(glyph.split()) & content  # any one name of the icon will do
             if shared:
                 lexical = max(lexical, _GLYPH_WEIGHT * (0.7 + 0.3 * len(shared) / len(content)))

@@ -55,6 +55,8 @@ def describe_element(el: Element) -> str:
     name = accessible_name(el)
     if name and name != element_label(el):
         bits.append(f"name={name[:80]!r}")
+    if el.icon:
+        bits.append(f"icon={el.icon[:60]!r}")
     if el.placeholder and el.placeholder not in (element_label(el), name):
         bits.append(f"placeholder={el.placeholder[:60]!r}")
     if el.href:

@@ -13,6 +13,7 @@ from iwr_bench.dataset.layout import TaskSet, load_tasks
 from iwr_bench.dataset.recorder import OracleProof, RecordConfig, record
 from iwr_bench.dataset.script import load_script
 from iwr_bench.dataset.validate import validate_task
+from iwr_bench.dataset.vendor import VendorSources
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
 
@@ -35,6 +36,15 @@ def register(sub: Subparsers) -> None:
         action="store_true",
         help="skip storing the checkpoints' OCR text and embedding (`iwr tasks prepare` can do it later)",
     )
+    p.add_argument(
+        "--vendor",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="where files the site loads from other origins (CDN fonts, icons, scripts) may come from: "
+        "a folder (a <host>/<path> mirror, an npm package or node_modules, or the files by name) or "
+        "the word 'network'; repeatable. They are copied into the task's vendor/ folder",
+    )
     p.set_defaults(func=cmd_record)
 
 
@@ -42,6 +52,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     """Record one task, prove it on its own oracle, validate it, then store its checkpoints' features
     (computed with a run's default metric designs)."""
     script = load_script(args.script)
+    vendor = VendorSources.parse(args.vendor) if args.vendor else None
     prover = OracleProver(min_visual=args.min_visual)
     config = RecordConfig(fps=args.fps)
     print(f"recording task {script.id}: {len(script.actions)} step(s) on {args.site}", flush=True)
@@ -54,6 +65,7 @@ def cmd_record(args: argparse.Namespace) -> int:
             config=config,
             prove=prover,
             progress=lambda line: print(line, flush=True),
+            vendor=vendor,
         )
     )
     for warning in done.warnings:

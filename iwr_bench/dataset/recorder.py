@@ -44,9 +44,10 @@ from iwr_bench.dataset.layout import (
 from iwr_bench.dataset.media import write_contact_sheets, write_video
 from iwr_bench.dataset.models import TaskRecord, pressed_key, scroll_direction, scroll_region, typed_text
 from iwr_bench.dataset.script import ActionScript, ScriptAction
+from iwr_bench.dataset.vendor import VENDOR_DIR, VendorSources, vendor_urls
 from iwr_bench.errors import UserError
 from iwr_bench.tools.errors import PageFailure, ToolRetry
-from iwr_bench.tools.models import PageSpec, SettleConfig, Viewport
+from iwr_bench.tools.models import BlockedRequest, PageSpec, SettleConfig, Viewport
 from iwr_bench.tools.pool import PagePool, PoolConfig, html_seed
 from iwr_bench.tools.scripts import AIM_JS
 from iwr_bench.tools.tools import PageTools
@@ -74,6 +75,16 @@ _PAGE_TEXT_JS = "document.body ? document.body.innerText : ''"
 
 class RecordError(UserError):
     """The script could not be performed; names the step (1-based) and the cause."""
+
+
+class BlockedRequests(RecordError):
+    """The sandbox refused requests of the site while recording."""
+
+    def __init__(self, message: str, other_origin: dict[str, str]) -> None:
+        super().__init__(message)
+        self.other_origin = other_origin
+        """The URLs of other origins among them (what ``--vendor`` can bring in), each with the
+        resource type that asked for it."""
 
 
 class RecordConfig(BaseModel):
@@ -210,6 +221,7 @@ async def record(
     pool: PagePool | None = None,
     prove: Prover | None = None,
     progress: Progress | None = None,
+    vendor: VendorSources | None = None,
 ) -> Recorded:
     """Record ``script`` on ``site`` and write the task under ``out_root/<stem>/<id>``.
 
@@ -221,6 +233,10 @@ async def record(
     ``progress`` gets a line as each step is recorded and as the proof starts. A task that does
     not prove itself is kept, with the proof's screenshots and replay report, under
     ``out_root/.failed/<id>/`` (``task/`` and ``proof/``), and the error says where.
+
+    ``vendor``: where files the site loads from other origins may come from. The site is copied,
+    the refused files are brought into the copy's ``vendor/`` and the copy pointed at them, and
+    recording starts again (up to :data:`VENDOR_ROUNDS` times); ``site`` itself is not changed.
 
     Raises:
         RecordError: when a step cannot be performed, its expected text is absent, a request of
@@ -234,8 +250,61 @@ async def record(
     say = progress or (lambda line: None)
     if pool is None:
         async with PagePool(PoolConfig(size=1, settle=config.settle)) as own:
-            return await _record_with(own, site, script, out_root, stem, config, prove, say)
-    return await _record_with(pool, site, script, out_root, stem, config, prove, say)
+            return await _record_vendoring(own, site, script, out_root, stem, config, prove, say, vendor)
+    return await _record_vendoring(pool, site, script, out_root, stem, config, prove, say, vendor)
+
+
+VENDOR_ROUNDS = 3
+"""Recordings tried with ``vendor`` (a file brought in may name more, as a script loading a font)."""
+
+
+async def _record_vendoring(
+    pool: PagePool,
+    site: Path,
+    script: ActionScript,
+    out_root: Path,
+    stem: str,
+    config: RecordConfig,
+    prove: Prover | None,
+    say: Progress,
+    vendor: VendorSources | None,
+) -> Recorded:
+    if vendor is None:
+        return await _record_with(pool, site, script, out_root, stem, config, prove, say)
+    out_root.mkdir(parents=True, exist_ok=True)
+    copy = out_root / f".vendoring-{script.id}-{os.getpid()}"
+    try:
+        await anyio.to_thread.run_sync(lambda: shutil.rmtree(copy, ignore_errors=True))
+        await anyio.to_thread.run_sync(lambda: shutil.copytree(site, copy))
+        for attempt in range(1, VENDOR_ROUNDS + 1):
+            try:
+                return await _record_with(pool, copy, script, out_root, stem, config, prove, say)
+            except BlockedRequests as exc:
+                if not exc.other_origin or attempt == VENDOR_ROUNDS:
+                    raise
+                report = await vendor_urls(copy, exc.other_origin, vendor)
+                if report.missing:
+                    lines = "\n".join(f"  {url}: {why}" for url, why in report.missing.items())
+                    raise RecordError(
+                        f"the site loads {len(report.missing)} file(s) from other origins that could "
+                        f"not be brought in from {vendor.describe()}:\n{lines}\nPut each in a "
+                        "--vendor folder (as <host>/<path>, in its npm package, or by file name)"
+                    ) from None
+                if report.unreferenced:
+                    raise RecordError(
+                        "brought in, but no HTML, CSS or script file of the site names these URLs "
+                        "literally (a script builds them), so the page cannot be pointed at the copies: "
+                        + ", ".join(report.unreferenced[:5])
+                    ) from None
+                sources = sorted({f.source for f in report.fetched})
+                say(
+                    f"brought {len(report.fetched)} file(s) from other origins into "
+                    f"{VENDOR_DIR}/ (from {', '.join(sources)}); recording again"
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(copy, ignore_errors=True))
 
 
 async def _record_with(
@@ -331,41 +400,57 @@ async def _perform(
             checkpoints = [await tools.screenshot()]
             await reel.hold(config.hold_initial)
             total = len(script.actions)
-            for step, action in enumerate(script.actions, start=1):
-                started = time.perf_counter()
-                ticked = await _act(tools, reel, action, step, config)
-                if action.record.wait:
-                    await anyio.sleep(action.record.wait)
-                # one clock step per action, as the judge's tools take it (see PageTools._settled)
-                after = "scroll" if action.type == "Scroll" else "action"
-                await tools.wait_settled(after, tick=not ticked)
-                await _check_expectation(tools, action, step)
-                if action.visual_evaluation_flag:
-                    checkpoints.append(await tools.screenshot())
-                await reel.hold(config.hold_after)
-                say(
-                    f"step {step}/{total}: {action.type} {action.parameters.description!r} "
-                    f"({time.perf_counter() - started:.1f} s)"
-                )
+            try:
+                for step, action in enumerate(script.actions, start=1):
+                    started = time.perf_counter()
+                    ticked = await _act(tools, reel, action, step, config)
+                    if action.record.wait:
+                        await anyio.sleep(action.record.wait)
+                    # one clock step per action, as the judge's tools take it (see PageTools._settled)
+                    after = "scroll" if action.type == "Scroll" else "action"
+                    await tools.wait_settled(after, tick=not ticked)
+                    await _check_expectation(tools, action, step)
+                    if action.visual_evaluation_flag:
+                        checkpoints.append(await tools.screenshot())
+                    await reel.hold(config.hold_after)
+                    say(
+                        f"step {step}/{total}: {action.type} {action.parameters.description!r} "
+                        f"({time.perf_counter() - started:.1f} s)"
+                    )
+            except RecordError as exc:
+                # a step that failed while files of other origins were refused: those are the
+                # likely cause (an icon font missing, a script not run), so say so
+                blocked = (await tools.page_state()).blocked_requests
+                if any(b.reason == "other origin" for b in blocked):
+                    raise _blocked_error(blocked, f"{exc}; ") from exc
+                raise
             reel.cursor = None
             blocked = (await tools.page_state()).blocked_requests
     except PageFailure as exc:
         raise RecordError(f"the page failed while recording: {exc}") from exc
     if blocked:
-        urls = list(dict.fromkeys(b.url for b in blocked))
-        names = ", ".join(f"{b.url} ({b.reason})" for b in blocked[:5])
-        listing = "\n".join(f"  {u}" for u in urls[:50]) + (
-            f"\n  ... and {len(urls) - 50} more" if len(urls) > 50 else ""
-        )
-        hint = (
-            "\nA task must work offline from its own folder. Save these files into the site folder "
-            "(for a font or icon CDN: the CSS and the files it names, or the npm package's dist "
-            "folder) and point the page at the local copies, then record again. The URLs needed:\n" + listing
-            if any(b.reason == "other origin" for b in blocked)
-            else ""
-        )
-        raise RecordError(f"the sandbox blocked {len(blocked)} request(s) of the site: {names}{hint}")
+        raise _blocked_error(blocked)
     return _Recording(checkpoints, reel, requests, task_record)
+
+
+def _blocked_error(blocked: list[BlockedRequest], cause: str = "") -> BlockedRequests:
+    """The error for requests the sandbox refused, with what to do about other origins."""
+    urls = list(dict.fromkeys(b.url for b in blocked))
+    names = ", ".join(f"{b.url} ({b.reason})" for b in blocked[:5])
+    listing = "\n".join(f"  {u}" for u in urls[:50]) + (
+        f"\n  ... and {len(urls) - 50} more" if len(urls) > 50 else ""
+    )
+    other = {b.url: b.resource_type for b in blocked if b.reason == "other origin"}
+    hint = (
+        "\nA task must work offline from its own folder. Record again with `--vendor network` "
+        "(this machine fetches them) or `--vendor DIR` (a folder holding them: a mirror "
+        "<host>/<path>, an npm package or node_modules for npm CDN links, or the files by name), "
+        "and they are copied into the task and the page pointed at the copies. The URLs needed:\n" + listing
+        if other
+        else ""
+    )
+    message = f"{cause}the sandbox blocked {len(blocked)} request(s) of the site: {names}{hint}"
+    return BlockedRequests(message, other)
 
 
 async def _act(tools: PageTools, reel: _Reel, action: ScriptAction, step: int, config: RecordConfig) -> bool:

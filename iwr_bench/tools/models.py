@@ -167,6 +167,9 @@ class Element(BaseModel):
     name: str | None = None
     """Accessible name, as a screen reader finds it: ``aria-labelledby``, ``aria-label``, its
     ``<label>``, an image's ``alt`` or an SVG ``<title>``, ``title``, ``placeholder`` (the first found)."""
+    icon: str | None = None
+    """For a control with no text: what its icon-font or sprite icon depicts, from the icon's class
+    or reference (``bi bi-eye-slash`` -> "eye slash", ``<use href="#icon-gear">`` -> "gear")."""
     aria_label: str | None = None
     """``aria-label`` attribute."""
     placeholder: str | None = None

@@ -258,6 +258,37 @@ _OBSERVE = r"""
     if (svgTitle && squash(svgTitle.textContent)) return squash(svgTitle.textContent);
     return squash(el.getAttribute('title')) || squash(el.getAttribute('placeholder')) || null;
   };
+  // What an icon-font or sprite icon depicts, from its class or reference ("bi bi-eye-slash",
+  // "fa-solid fa-trash-can", <use href="#icon-gear">): the words a person would call it by.
+  const ICON = new RegExp('^(?:' + ['bi', 'fa', 'fas', 'far', 'fab', 'glyphicon', 'mdi', 'ri', 'ti',
+    'bx', 'bxs', 'bxl', 'icon', 'la', 'las', 'lni', 'feather', 'lucide', 'ion', 'octicon', 'gg', 'uil',
+    'ph', 'tabler', 'codicon'].join('|') + ')-(.+)$');
+  const MOD = new RegExp('^(?:' + ['fill', 'line', 'outline', 'outlined', 'solid', 'regular', 'light',
+    'thin', 'duotone', 'sharp', 'o', 'alt', 'lg', 'sm', 'xs', 'xl', '\\d+x', 'fw', 'spin', 'pulse',
+    'inverse', 'border', 'pull', 'rotate', 'flip', 'stack', 'beat', 'fade', 'bounce', 'shake', 'inline',
+    'icon'].join('|') + ')$');
+  const iconWords = (el) => {
+    const words = [];
+    const add = (name) => {
+      const parts = String(name).toLowerCase().split(/[-_]+/).filter(Boolean);
+      if (!parts.length || MOD.test(parts[0])) return;
+      for (const w of parts) if (!MOD.test(w) && !/^\d+$/.test(w)) words.push(w);
+    };
+    const nodes = [el, ...Array.from(el.querySelectorAll('i,span,svg,use,em,b')).slice(0, 6)];
+    for (const n of nodes) {
+      for (const c of String(n.getAttribute('class') || '').split(/\s+/)) {
+        const m = ICON.exec(c);
+        if (m) add(m[1]);
+      }
+      for (const a of ['data-lucide', 'data-feather', 'data-icon']) {
+        if (n.getAttribute(a)) add(n.getAttribute(a));
+      }
+      const use = n.tagName.toLowerCase() === 'use';
+      const ref = use ? n.getAttribute('href') || n.getAttribute('xlink:href') || '' : '';
+      if (ref.includes('#')) add(ref.split('#')[1].replace(/^(icon|ico|i)[-_]/, ''));
+    }
+    return words.length ? Array.from(new Set(words)).slice(0, 8).join(' ') : null;
+  };
   const all = document.body ? document.body.getElementsByTagName('*') : [];
   const out = [], els = [];
   let truncated = false;
@@ -314,6 +345,7 @@ _OBSERVE = r"""
     els.push(el);
     out.push({
       index: out.length, tag, text, role, name: cut(accName(el, labels)), hidden,
+      icon: /[\p{L}\p{N}]/u.test(text) ? null : cut(iconWords(el), 80),
       aria_label: cut(el.getAttribute('aria-label')), placeholder: cut(el.getAttribute('placeholder')),
       input_type: type, href: tag === 'a' ? cut(el.getAttribute('href')) : null, context: cut(context, 340),
       box: { x: r.x, y: r.y, width: r.width, height: r.height },

@@ -72,3 +72,39 @@ async def test_icon_only_controls_are_found_by_their_accessible_names(
     )
     texts = {el.index: el.text for el in observation.elements}
     assert add.index is not None and texts[add.index] == "Add item" and names[add.index] is None
+
+
+# Icon fonts and sprites as real sites use them (Bootstrap Icons, Font Awesome, an SVG sprite, a
+# Lucide placeholder): no text, no name; only the icon's class or reference says what it shows.
+ICON_FONTS = """<!doctype html><html><head><style>
+body { margin: 0; font: 16px sans-serif } button { width: 40px; height: 32px }
+i, span { display: inline-block }
+</style></head><body>
+<p><label for=pw>Password</label> <input id=pw type=password>
+<button type=button><i class="bi bi-eye"></i></button></p>
+<button><i class="fa-solid fa-trash-can fa-fw fa-lg"></i></button>
+<button><svg width=16 height=16><use href="#icon-gear"></use></svg></button>
+<button><span data-lucide="heart"></span></button>
+<button>Save <i class="bi bi-download"></i></button>
+</body></html>"""
+
+ICON_CASES = [
+    ("the eye button next to the password", "eye"),
+    ("the trash can icon", "trash can"),
+    ("the gear icon", "gear"),
+    ("the heart button", "heart"),
+]
+
+
+async def test_icon_font_and_sprite_controls_are_found_by_what_they_show(
+    pool: PagePool, tmp_path: Path, grounder: HeuristicGrounder
+) -> None:
+    page = write_page(tmp_path / "fonts", ICON_FONTS)
+    async with pool.page(PageSpec(page=str(page), viewport=Viewport(width=600, height=300))) as tools:
+        observation = await tools.observe()
+    icons = {el.index: el.icon for el in observation.elements if el.tag == "button"}
+    assert sorted(filter(None, icons.values())) == ["eye", "gear", "heart", "trash can"]  # "Save" has text
+    for description, want in ICON_CASES:
+        request = GroundingRequest(description=description, action_type="Click", observation=observation)
+        result = await grounder(request)
+        assert result.index is not None and icons[result.index] == want, (description, result.reason)

@@ -28,6 +28,7 @@ from iwr_bench.dataset.layout import load_tasks
 from iwr_bench.dataset.recorder import Recorded, RecordError, record, upsert_record
 from iwr_bench.dataset.script import load_script
 from iwr_bench.dataset.validate import validate
+from iwr_bench.dataset.vendor import VendorSources
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.cache import MetricCache, namespace
 from iwr_bench.metrics.hashing import pixel_digest
@@ -360,9 +361,61 @@ async def test_a_page_that_needs_another_origin_lists_what_to_vendor(pool: PageP
     with pytest.raises(RecordError) as refused:
         await record(site, load_script(script), tmp_path / "out", pool=pool)
     message = str(refused.value)
-    assert "Save these files into the site folder" in message
+    assert "Record again with `--vendor network`" in message and "--vendor DIR" in message
     assert "  https://fonts.example.com/css2?family=Inter" in message
     assert "  https://cdn.example.org/icons@1.0/dist/icons.js" in message
+
+
+async def test_a_cdn_icon_font_is_brought_in_from_an_npm_folder(pool: PagePool, tmp_path: Path) -> None:
+    # The page links an icon font's stylesheet on jsdelivr; the stylesheet names its font file
+    # with a query and a fragment, as icon sets do. The package is on disk (npm install / npm pack).
+    package = tmp_path / "node_modules" / "shop-icons"
+    _font(package / "font" / "fonts")
+    (package / "font" / "icons.css").write_text(
+        '@font-face { font-family: "ShopIcons"; src: url("./fonts/shop.woff?v=2#iefix") format("woff"); }\n'
+        ".icon { font-family: ShopIcons; font-size: 40px }\n"
+    )
+    (package / "package.json").write_text('{"name": "shop-icons", "version": "1.2.0"}')
+    site = tmp_path / "site"
+    site.mkdir()
+    page = (
+        '<html><head><link rel="stylesheet" '
+        'href="https://cdn.jsdelivr.net/npm/shop-icons@1.2.0/font/icons.css"></head>'
+        '<body><span class="icon">Wg</span><button id="b">Go</button><p id="font">waiting</p><script>'
+        "document.fonts.load('40px ShopIcons').then((f) => { "
+        "document.getElementById('font').textContent = f.length ? 'font loaded' : 'no font'; });"
+        "</script></body></html>"
+    )
+    (site / "index.html").write_text(page)
+    press = {
+        "type": "Press",
+        "parameters": {"description": "press Tab", "key": "Tab"},
+        "visual_evaluation_flag": True,
+        "record": {"expect_text": "font loaded"},
+    }
+    data = {"id": 12, "recording_details": {"resolution": "320x240"}, "actions": [press]}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    lines: list[str] = []
+    done = await record(
+        site,
+        load_script(tmp_path / "s.yaml"),
+        tmp_path / "out",
+        pool=pool,
+        prove=OracleProver(),
+        progress=lines.append,
+        vendor=VendorSources(folders=(tmp_path / "node_modules",)),
+    )
+    assert done.proof is not None and done.proof.problems == [] and done.proof.failed_requests == []
+    reference = done.folder / "reference"
+    css = reference / "vendor" / "cdn.jsdelivr.net" / "npm" / "shop-icons@1.2.0" / "font" / "icons.css"
+    assert css.is_file() and (reference / "vendor").is_dir()
+    fonts = list((css.parent / "fonts").glob("shop_*.woff"))
+    assert len(fonts) == 1 and f"url(fonts/{fonts[0].name}#iefix)" in css.read_text().replace('"', "")
+    linked = '"vendor/cdn.jsdelivr.net/npm/shop-icons@1.2.0/font/icons.css"'
+    assert linked in (reference / "index.html").read_text()
+    assert (site / "index.html").read_text() == page  # the user's site is left as it was
+    assert any(line.startswith("brought 2 file(s) from other origins into vendor/") for line in lines)
+    assert not list((tmp_path / "out").glob(".vendoring-*"))
 
 
 def test_script_errors_are_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

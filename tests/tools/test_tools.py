@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
+import numpy as np
 import pytest
 
 from iwr_bench.dataset.models import Action, ActionParameters, scroll_region
@@ -158,6 +159,23 @@ async def test_screenshot_is_viewport_png(pool: PagePool, write_page: Callable[.
         png = await tools.screenshot()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert as_image(png).size == (640, 360)
+
+
+@pytest.mark.anyio
+async def test_emoji_are_drawn_in_colour_not_as_empty_boxes(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    # set-up installs an emoji font; without one Chromium draws a hollow box in the text colour
+    page = (
+        '<body style="margin:0;background:#fff"><span style="font-size:64px">&#x1F600;&#x1F34E;</span></body>'
+    )
+    async with pool.page(
+        PageSpec(page=str(write_page(page)), viewport=Viewport(width=200, height=100))
+    ) as tools:
+        png = await tools.screenshot()
+    rgb = np.asarray(as_image(png).convert("RGB")).astype(int)
+    coloured = int(((rgb.max(axis=2) - rgb.min(axis=2)) > 60).sum())
+    assert coloured > 500, coloured  # yellow face and red apple, not black outlines
 
 
 @pytest.mark.anyio
