@@ -120,10 +120,11 @@ class FakeOpenAI:
             for count, reached in self.gathered.items():
                 if self.max_in_flight >= count:
                     reached.set()
-            if reply.gather and self.max_in_flight < reply.gather:
-                reached = self.gathered.setdefault(reply.gather, anyio.Event())
-                with anyio.move_on_after(reply.delay):
-                    await reached.wait()
+            if reply.gather:
+                if self.max_in_flight < reply.gather:
+                    reached = self.gathered.setdefault(reply.gather, anyio.Event())
+                    with anyio.move_on_after(reply.delay):
+                        await reached.wait()
             elif reply.delay:
                 await anyio.sleep(reply.delay)
         finally:
