@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.dataset.layout import skipped_line
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config
 from iwr_bench.engine.layout import RunLayout, generation_results
 from iwr_bench.engine.run import Engine
@@ -111,5 +112,5 @@ def cmd_generate(args: argparse.Namespace) -> int:
     assert engine.store is not None
     print_generation_summary(generation_results(engine.store), engine.budget, args.out)
     if engine.skipped:
-        print(f"{len(engine.skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
+        print(skipped_line(len(engine.skipped)))
     return session_end(outcome, "generate", args.out)

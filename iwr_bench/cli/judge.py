@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.dataset.layout import skipped_line
 from iwr_bench.engine.config import RunConfig, parse_only, parse_run_config, plugin_refs
 from iwr_bench.engine.layout import (
     RunLayout,
@@ -168,5 +169,5 @@ def cmd_judge(args: argparse.Namespace) -> int:
         print(f"task {r.task_id} {r.model}: {r.success_step}/{r.total_step} actions")
     print_judge_summary(results, models, EvalProtocol(args.protocol))
     if skipped:
-        print(f"{len(skipped)} task record(s) could not be read and were skipped (--skip-invalid)")
+        print(skipped_line(len(skipped)))
     return session_end(outcome, "judge", args.out)

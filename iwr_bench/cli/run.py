@@ -12,7 +12,7 @@ from typing import Any
 
 from iwr_bench.cli._common import Subparsers, add_skip_invalid, drive
 from iwr_bench.cli.signals import exit_zero_on_stop, terminate_as_interrupt
-from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config, plugin_refs
+from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.engine.store import STORE_NAME, RunStore
@@ -96,11 +96,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
     data["models"] = [m.model_dump(mode="json", exclude_unset=True) for m in base.models]
     if args.tasks:
         data["tasks"] = args.tasks
-    if args.only:
-        try:
-            data["only"] = [int(x) for x in args.only.split(",") if x.strip()]
-        except ValueError as exc:
-            raise UserError(f"--only takes comma-separated task ids, not {args.only!r}") from exc
+    if args.only is not None:
+        data["only"] = parse_only(args.only)
     if args.model:
         known = {m.name: m for m in base.models}
         data["models"] = [

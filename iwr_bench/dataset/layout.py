@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from iwr_bench.dataset.models import DEFAULT_RESOLUTION, Resolution, TaskRecord
+from iwr_bench.dataset.models import DEFAULT_RESOLUTION, MAX_TASK_ID, Resolution, TaskRecord
 from iwr_bench.dataset.problems import Problem
 from iwr_bench.errors import UserError
 
@@ -229,6 +230,11 @@ class TaskSet:
         raise UserError(f"no task with id {task_id} in {self.source}")
 
 
+def skipped_line(count: int) -> str:
+    """What a summary says of records left out by ``--skip-invalid`` (unreadable, or broken files)."""
+    return f"{count} task record(s) unreadable or with broken files were skipped (--skip-invalid)"
+
+
 def unreadable(task_set: TaskSet, *, skip_invalid: bool) -> list[Problem]:
     """The records of ``task_set`` that could not be read, refused unless ``skip_invalid``.
 
@@ -259,10 +265,10 @@ def load_tasks(path: str | Path) -> TaskSet:
     path = Path(path).expanduser()
     if not path.exists():
         raise UserError(f"{path} does not exist")
-    if path.is_file():
+    if not path.is_dir():
         if path.suffix != ".jsonl":
             raise UserError(f"{path} is not a .jsonl task file")
-        return _load_jsonl(path)
+        return _load_jsonl(path)  # refused there unless a regular file
     jsonl = _jsonl_in(path)
     if jsonl is not None:
         return _load_jsonl(jsonl)
@@ -271,8 +277,8 @@ def load_tasks(path: str | Path) -> TaskSet:
 
 def _jsonl_in(folder: Path) -> Path | None:
     preferred = folder / "data.jsonl"
-    if preferred.is_file():
-        return preferred
+    if preferred.exists():
+        return preferred  # read only if a regular file (a FIFO there is refused, not waited on)
     candidates = sorted(p for p in folder.glob("*.jsonl") if (folder / p.stem).is_dir())
     if len(candidates) > 1:
         names = ", ".join(p.name for p in candidates)
@@ -284,26 +290,53 @@ def _load_jsonl(jsonl: Path) -> TaskSet:
     tasks_root = jsonl.parent / jsonl.stem
     tasks: list[Task] = []
     problems: list[Problem] = []
-    try:
-        text = jsonl.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read {jsonl}: {exc}") from exc
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    text = read_regular_text(jsonl)
+    first_line: dict[int, int] = {}
+    # JSON Lines ends a record at "\n" only: U+2028 and friends may sit inside a string
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        raw = raw.removesuffix("\r")
         if not raw.strip():
             continue
         record, found = parse_record(raw, line=lineno)
         problems.extend(found)
-        if record is not None:
-            tasks.append(Task(record, tasks_root / str(record.id), line=lineno))
+        if record is None:
+            continue
+        if record.id in first_line:
+            message = f"duplicate id {record.id} (first on line {first_line[record.id]}); line not used"
+            problems.append(
+                Problem(severity="error", task_id=record.id, line=lineno, field="id", message=message)
+            )
+            continue
+        first_line[record.id] = lineno
+        tasks.append(Task(record, tasks_root / str(record.id), line=lineno))
     if not tasks and not problems:
         raise UserError(f"{jsonl} holds no task records")
     return TaskSet(source=jsonl, tasks=tasks, problems=problems)
 
 
+def read_regular_text(path: Path) -> str:
+    """The UTF-8 text of ``path``, read only when it is a regular file (a FIFO or a device would
+    block or never end).
+
+    Raises:
+        UserError: when it is not a regular file or cannot be read.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc}") from exc
+    if not stat.S_ISREG(mode):
+        raise UserError(f"cannot read {path}: not a regular file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read {path}: {exc}") from exc
+
+
 def _load_single_folder(folder: Path) -> TaskSet:
     own = folder / TASK_RECORD
     if own.is_file():
-        record, problems = parse_record(own.read_text(encoding="utf-8"), line=None)
+        record, problems = parse_record(read_regular_text(own), line=None)
         tasks = [Task(record, folder)] if record is not None else []
         return TaskSet(source=own, tasks=tasks, problems=problems)
     parent_jsonl = folder.parent.parent / f"{folder.parent.name}.jsonl"
@@ -331,7 +364,7 @@ def parse_record(raw: str, line: int | None) -> tuple[TaskRecord | None, list[Pr
         msg = f"expected a JSON object, found {type(data).__name__}"
         return None, [Problem(severity="error", task_id=None, line=line, field="json", message=msg)]
     raw_id = data.get("id")
-    task_id = raw_id if isinstance(raw_id, int) else None
+    task_id = raw_id if type(raw_id) is int and 0 <= raw_id <= MAX_TASK_ID else None
     try:
         return TaskRecord.model_validate(data), []
     except ValidationError as exc:

@@ -206,11 +206,16 @@ class Action(Record):
         return bool(self.logical_assertion.strip())
 
 
+MAX_TASK_ID = 2**63 - 1
+"""Largest task id (a signed 64-bit integer, as SQLite stores it)."""
+
+
 class TaskRecord(Record):
     """One line of ``data.jsonl``."""
 
-    id: int
-    """Task id; also the name of the task's folder."""
+    id: int = Field(strict=True, ge=0, le=MAX_TASK_ID)
+    """Task id; also the name of the task's folder. A whole number from 0 to 2^63 - 1 (what the run
+    store keeps); ``true`` or ``"12"`` are refused, not read as 1 or 12."""
     source_website: str = ""
     """Where the recording was made (anonymised in the official release)."""
     classification: Classification = Field(default_factory=Classification)

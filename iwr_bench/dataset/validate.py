@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
+import re
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,23 +37,68 @@ def validate(task_set: TaskSet, *, check_media: bool = True) -> list[Problem]:
         task_set: What :func:`~iwr_bench.dataset.layout.load_tasks` returned.
         check_media: Decode videos and images (slower, but catches unreadable files).
     """
-    problems = list(task_set.problems)
-    counts = Counter(t.id for t in task_set.tasks)
-    reported: set[int] = set()
+    problems = list(task_set.problems)  # duplicate ids among them (the loader keeps the first)
     for task in task_set.tasks:
-        if counts[task.id] > 1 and task.id not in reported:
-            reported.add(task.id)
-            problems.append(
-                Problem(
-                    severity="error",
-                    task_id=task.id,
-                    line=task.line,
-                    field="id",
-                    message=f"id {task.id} is used by {counts[task.id]} records",
-                )
-            )
         problems.extend(validate_task(task, check_media=check_media))
     return problems
+
+
+MAX_CHECKPOINT_PIXELS = 8192 * 8192
+"""Largest checkpoint read (64 Mpx; a 1280x720 screenshot is 0.9 Mpx): a bigger one is refused
+before it is decoded, as a decompression bomb would be."""
+
+
+def data_faults(task: Task, *, needs_video: bool) -> list[Problem]:
+    """What in a task's files would make judging it charge a model for the data's fault: a task
+    folder that cannot be opened (missing, a symlink loop), a missing checkpoint folder or initial
+    checkpoint, a checkpoint that is not a regular file, not a readable image or absurdly large,
+    and, when ``needs_video`` (generation), a missing or non-regular video.
+
+    Cheap (image headers and checksums, no video decoding): run before any model is called.
+    """
+    try:
+        folder_ok = task.folder.is_dir() and task.folder.resolve(strict=True).is_dir()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
+        return [_problem(task, "error", "folder", f"task folder {task.folder} cannot be opened: {exc}")]
+    if not folder_ok:
+        return [_problem(task, "error", "folder", f"task folder {task.folder} does not exist")]
+    faults: list[Problem] = []
+    if needs_video and not _regular(task.video):
+        faults.append(_problem(task, "error", VIDEO_NAME, "the video is missing or not a regular file"))
+    if not task.checkpoints_dir.is_dir():
+        faults.append(_problem(task, "error", CHECKPOINTS_DIR, "checkpoints folder is missing"))
+        return faults
+    odd = _irregular_checkpoints(task)
+    if odd:
+        faults.append(_problem(task, "error", CHECKPOINTS_DIR, f"not regular files: {', '.join(odd)}"))
+    steps = task.checkpoints
+    if 0 not in steps and not odd:
+        faults.append(
+            _problem(task, "error", f"{CHECKPOINTS_DIR}/step_0.png", "initial checkpoint is missing")
+        )
+    for step, path in steps.items():
+        dims = _image_size(path)
+        if isinstance(dims, str):
+            faults.append(
+                _problem(task, "error", f"{CHECKPOINTS_DIR}/{path.name}", f"checkpoint step {step} {dims}")
+            )
+    return faults
+
+
+_STEP_NAME = re.compile(r"^step_\d+\.png$", re.IGNORECASE)
+
+
+def _irregular_checkpoints(task: Task) -> list[str]:
+    """Names of checkpoints that are not regular files (a FIFO, a device, a dangling link)."""
+    listed = [p for p in task.checkpoints_dir.iterdir() if _STEP_NAME.match(p.name)]
+    return sorted(p.name for p in listed if not _regular(p))
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 def validate_task(task: Task, *, check_media: bool = True) -> list[Problem]:
@@ -150,6 +196,10 @@ def _check_checkpoints(task: Task) -> Iterator[tuple[Severity, str, str]]:
     if not task.checkpoints_dir.is_dir():
         yield "error", CHECKPOINTS_DIR, "checkpoints folder is missing"
         return
+    odd = _irregular_checkpoints(task)
+    if odd:
+        yield "error", CHECKPOINTS_DIR, f"not regular files: {', '.join(odd)}"
+        return
     steps = task.checkpoints
     if 0 not in steps:
         yield "error", f"{CHECKPOINTS_DIR}/step_0.png", "initial-state checkpoint is missing"
@@ -187,8 +237,8 @@ def _check_checkpoint_images(task: Task) -> Iterator[tuple[Severity, str, str]]:
     for step, path in task.checkpoints.items():
         field = f"{CHECKPOINTS_DIR}/{path.name}"
         dims = _image_size(path)
-        if dims is None:
-            yield "error", field, f"checkpoint step {step} is not a readable image"
+        if isinstance(dims, str):
+            yield "error", field, f"checkpoint step {step} {dims}"
         elif dims != (size.width, size.height):
             yield "warning", field, f"image is {dims[0]}x{dims[1]} but the task resolution is {size}"
 
@@ -207,7 +257,7 @@ def _check_assets(task: Task) -> Iterator[tuple[Severity, str, str]]:
         )
     yield from _check_stray_sheets(task)
     for path in assets:
-        if path.suffix.lower() in IMAGE_SUFFIXES - {".svg"} and _image_size(path) is None:
+        if path.suffix.lower() in IMAGE_SUFFIXES - {".svg"} and isinstance(_image_size(path), str):
             yield "warning", f"{ASSETS_DIR}/{path.name}", "asset is not a readable image"
     yield from _check_asset_references(task)
 
@@ -270,11 +320,21 @@ def _check_unknown_fields(task: Task) -> Iterator[tuple[Severity, str, str]]:
         yield "warning", path, "field is not part of the IWR-Bench format (kept, but unused)"
 
 
-def _image_size(path: Path) -> tuple[int, int] | None:
+def _image_size(path: Path) -> tuple[int, int] | str:
+    """The image's size, or what is wrong with it (never blocks on a FIFO, never decodes a bomb)."""
+    if not _regular(path):
+        return "is not a regular file"
     try:
         with Image.open(path) as img:
-            img.verify()
-        with Image.open(path) as img:
-            return img.size
-    except (OSError, UnidentifiedImageError, SyntaxError, ValueError):
-        return None
+            width, height = img.size
+            if width * height > MAX_CHECKPOINT_PIXELS:
+                limit = f"{MAX_CHECKPOINT_PIXELS:,} pixels"
+                return f"is {width}x{height}, larger than any screenshot (limit {limit})"
+            img.verify()  # every chunk read and its checksum checked: a cut file fails here
+            return width, height
+    except Image.DecompressionBombError:
+        return "is too large to decode"
+    except UnidentifiedImageError:
+        return "is not a readable image"
+    except (OSError, SyntaxError, ValueError) as exc:  # cut short, a bad checksum
+        return f"is not a readable image ({exc})"

@@ -211,12 +211,15 @@ def parse_only(only: str | None) -> list[int]:
     Raises:
         UserError: when a part is not a task id.
     """
-    if not only:
+    if only is None:
         return []
     try:
-        return [int(x) for x in only.split(",") if x.strip()]
+        ids = [int(x) for x in only.split(",") if x.strip()]
     except ValueError as exc:
         raise UserError(f"--only takes comma-separated task ids, not {only!r}") from exc
+    if not ids:
+        raise UserError("--only names no task id (leave it out to take every task)")
+    return ids
 
 
 def only_tasks(tasks: list[Task], only: str | None, source: Path | str) -> list[Task]:

@@ -150,7 +150,7 @@ class Engine:
         """
         cfg = self.config
         load_plugins(cfg.plugins)  # outside designs register before anything is built
-        self.tasks, self.task_source, self.skipped = load_run_tasks(cfg)
+        self.tasks, self.task_source, self.skipped = load_run_tasks(cfg, generate=self.layout.generate)
         self.limits = Limits(
             browser_pages=cfg.limits.browser_pages,
             metric_workers=cfg.limits.metric_workers,

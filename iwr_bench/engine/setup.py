@@ -35,6 +35,7 @@ from iwr_bench.agents.generation.prompt import PromptFile
 from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
+from iwr_bench.dataset.validate import data_faults
 from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.config import RunConfig, generator_design, is_baseline, provider_of
 from iwr_bench.engine.deadlines import Background
@@ -110,11 +111,17 @@ def preload_libraries() -> None:
     importlib.import_module("transformers")
 
 
-def load_run_tasks(cfg: RunConfig) -> tuple[list[Task], Path, list[dict[str, Any]]]:
-    """The tasks a run covers, where they come from, and the records that could not be read.
+def load_run_tasks(cfg: RunConfig, *, generate: bool = True) -> tuple[list[Task], Path, list[dict[str, Any]]]:
+    """The tasks a run covers, where they come from, and the records that could not be read or
+    whose files are broken (data faults, see :func:`~iwr_bench.dataset.validate.data_faults`).
+
+    A data fault is the task's, never a model's: it stops the command before any model is called,
+    or with ``skip_invalid`` leaves the task out (counted with the unreadable records). The video
+    is checked only when ``generate`` and a real model (not a baseline) will watch it.
 
     Raises:
-        UserError: a missing source, unknown ids, or no readable task.
+        UserError: a missing source, unknown ids, a data fault without ``skip_invalid``, or no
+            readable task.
     """
     source = builtin_suite() if cfg.tasks == "builtin" else Path(cfg.tasks).expanduser()
     if not source.exists():
@@ -127,6 +134,20 @@ def load_run_tasks(cfg: RunConfig) -> tuple[list[Task], Path, list[dict[str, Any
         if missing:
             raise UserError(f"task id(s) not in {source}: {', '.join(map(str, missing))}")
         tasks = [t for t in tasks if t.id in set(cfg.only)]
+    needs_video = generate and any(not is_baseline(m) for m in cfg.models)
+    faults = {t.id: data_faults(t, needs_video=needs_video) for t in tasks}
+    broken = [p for found in faults.values() for p in found]
+    if broken and not cfg.skip_invalid:
+        ids = sorted({p.task_id for p in broken if p.task_id is not None})
+        lines = "\n".join(f"  {p.format()}" for p in broken[:10])
+        more = f"\n  ... and {len(broken) - 10} more" if len(broken) > 10 else ""
+        raise UserError(
+            f"{len(ids)} task(s) of {source} have broken data ({', '.join(map(str, ids[:10]))}); nothing "
+            f"was run, so no model is charged for them:\n{lines}{more}\nFix them (`iwr tasks validate "
+            f"{source}`), or pass --skip-invalid to leave them out"
+        )
+    skipped += [p.model_dump(mode="json") for p in broken]
+    tasks = [t for t in tasks if not faults[t.id]]
     if not tasks:
         raise UserError(f"{source} holds no readable task (run `iwr tasks validate {source}`)")
     return tasks, source, skipped

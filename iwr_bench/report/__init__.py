@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from iwr_bench.agents.generation.wire import sent_line
+from iwr_bench.dataset.layout import skipped_line
 from iwr_bench.report.data import RunData
 from iwr_bench.report.render import print_rows, write_tables
 from iwr_bench.report.tables import action_types, all_breakdowns, compare, differences, leaderboard
@@ -70,11 +71,9 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
         console.print(
             f"status {run.status}, wall time {run.wall_s:.1f} s over all sessions, cost ${cost:.4f}"
         )
-        if summary["skipped_records"]:
-            console.print(
-                f"{summary['skipped_records']} task record(s) could not be read and were skipped "
-                "(--skip-invalid); the means are over the tasks that were read"
-            )
+        skipped = len(run.manifest.get("skipped_records", []))
+        if skipped:
+            console.print(skipped_line(skipped) + "; the means are over the tasks that were read")
         labels = sorted({str(row["backends"]) for row in board})
         console.print("backends: " + "; ".join(labels))
         for model, settings in sent.items():

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from iwr_bench.dataset.layout import skipped_line
 from iwr_bench.engine.run import RunOutcome
 from iwr_bench.engine.summary import substitute_lines
 
@@ -66,10 +67,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
     console.print(table)
     skipped = int(summary.get("skipped_records") or 0)
     if skipped:
-        console.print(
-            f"{skipped} task record(s) could not be read and were skipped (--skip-invalid); "
-            "the means are over the tasks that were read"
-        )
+        console.print(skipped_line(skipped) + "; the means are over the tasks that were read")
     _print_protocol_notes(console, summary)
     if lvs_only:
         console.print(

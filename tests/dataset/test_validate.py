@@ -125,7 +125,7 @@ def test_missing_task_folder_and_duplicate_id(tasks_root: Path) -> None:
     jsonl.write_text("\n".join([*lines, lines[0].replace('"id": 1', '"id": 44'), lines[1]]) + "\n")
     errors = _only(tasks_root)
     assert (44, "folder", f"task folder {tasks_root / 'data' / '44'} does not exist") in errors
-    assert (2, "id", "id 2 is used by 2 records") in errors
+    assert (2, "id", "duplicate id 2 (first on line 2); line not used") in errors
 
 
 def test_malformed_json_line(tasks_root: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from iwr_bench.cli import main
+from iwr_bench.dataset.layout import skipped_line
 
 
 def _truncate_last_line(root: Path) -> None:
@@ -41,4 +42,4 @@ def test_skip_invalid_runs_the_rest_and_counts_the_skipped(
     assert summary["skipped_records"] == 1
     assert summary["models"]["blank"]["judged"] == 2
     assert main(["runs", "show", str(run)]) == 0
-    assert "1 task record(s) could not be read and were skipped" in capsys.readouterr().out
+    assert skipped_line(1) in capsys.readouterr().out
