@@ -140,10 +140,8 @@ class FakeOpenAI:
 
 
 @asynccontextmanager
-async def serve(fake: FakeOpenAI) -> AsyncIterator[FakeOpenAI]:
-    """Run ``fake`` on a random port of 127.0.0.1; ``fake.url`` is its ``/v1`` base URL."""
-    app = web.Application(client_max_size=512 * 1024 * 1024)
-    app.router.add_post("/v1/chat/completions", fake.handle)
+async def serve_app(app: web.Application) -> AsyncIterator[str]:
+    """Run ``app`` on a random port of 127.0.0.1; yields its base URL (``http://127.0.0.1:PORT``)."""
     runner = web.AppRunner(app, shutdown_timeout=0.2)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -151,8 +149,17 @@ async def serve(fake: FakeOpenAI) -> AsyncIterator[FakeOpenAI]:
     server = site._server  # pyright: ignore[reportPrivateUsage]
     assert server is not None
     port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    fake.url = f"http://127.0.0.1:{port}/v1"
     try:
-        yield fake
+        yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+@asynccontextmanager
+async def serve(fake: FakeOpenAI) -> AsyncIterator[FakeOpenAI]:
+    """Run ``fake`` on a random port of 127.0.0.1; ``fake.url`` is its ``/v1`` base URL."""
+    app = web.Application(client_max_size=512 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", fake.handle)
+    async with serve_app(app) as base:
+        fake.url = f"{base}/v1"
+        yield fake

@@ -41,7 +41,8 @@ TASK_RECORD = "task.json"
 METADATA = "metadata.json"
 """A task folder's optional metadata file; the official generator reads the resolution from it."""
 
-_STEP = re.compile(r"^step_(\d+)\.png$")
+CHECKPOINT_NAME = re.compile(r"^step_(\d+)\.png$")
+"""A checkpoint file's name; the group is its step."""
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".bmp", ".ico", ".avif"})
 
 
@@ -140,7 +141,7 @@ class Task:
         """Checkpoint images by step number."""
         found: dict[int, Path] = {}
         for p in _files(self.checkpoints_dir):
-            m = _STEP.match(p.name)
+            m = CHECKPOINT_NAME.match(p.name)
             if m:
                 found[int(m.group(1))] = p
         return dict(sorted(found.items()))
@@ -312,6 +313,15 @@ def _load_jsonl(jsonl: Path) -> TaskSet:
     if not tasks and not problems:
         raise UserError(f"{jsonl} holds no task records")
     return TaskSet(source=jsonl, tasks=tasks, problems=problems)
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (following links): safe to read to its end, where a FIFO
+    or a device would block or never end."""
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
 
 
 def read_regular_text(path: Path) -> str:

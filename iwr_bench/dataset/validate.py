@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from PIL import Image, UnidentifiedImageError
 from iwr_bench.dataset.frames import VideoError, probe_video
 from iwr_bench.dataset.layout import (
     ASSETS_DIR,
+    CHECKPOINT_NAME,
     CHECKPOINTS_DIR,
     IMAGE_SUFFIXES,
     METADATA,
@@ -23,6 +22,7 @@ from iwr_bench.dataset.layout import (
     Alignment,
     Task,
     TaskSet,
+    is_regular,
 )
 from iwr_bench.dataset.models import ENVIRONMENTS, pressed_key, scroll_direction, typed_text
 from iwr_bench.dataset.problems import Problem, Severity
@@ -63,7 +63,7 @@ def data_faults(task: Task, *, needs_video: bool) -> list[Problem]:
     if not folder_ok:
         return [_problem(task, "error", "folder", f"task folder {task.folder} does not exist")]
     faults: list[Problem] = []
-    if needs_video and not _regular(task.video):
+    if needs_video and not is_regular(task.video):
         faults.append(_problem(task, "error", VIDEO_NAME, "the video is missing or not a regular file"))
     if not task.checkpoints_dir.is_dir():
         faults.append(_problem(task, "error", CHECKPOINTS_DIR, "checkpoints folder is missing"))
@@ -85,20 +85,10 @@ def data_faults(task: Task, *, needs_video: bool) -> list[Problem]:
     return faults
 
 
-_STEP_NAME = re.compile(r"^step_\d+\.png$", re.IGNORECASE)
-
-
 def _irregular_checkpoints(task: Task) -> list[str]:
     """Names of checkpoints that are not regular files (a FIFO, a device, a dangling link)."""
-    listed = [p for p in task.checkpoints_dir.iterdir() if _STEP_NAME.match(p.name)]
-    return sorted(p.name for p in listed if not _regular(p))
-
-
-def _regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except OSError:
-        return False
+    listed = [p for p in task.checkpoints_dir.iterdir() if CHECKPOINT_NAME.match(p.name)]
+    return sorted(p.name for p in listed if not is_regular(p))
 
 
 def validate_task(task: Task, *, check_media: bool = True) -> list[Problem]:
@@ -322,7 +312,7 @@ def _check_unknown_fields(task: Task) -> Iterator[tuple[Severity, str, str]]:
 
 def _image_size(path: Path) -> tuple[int, int] | str:
     """The image's size, or what is wrong with it (never blocks on a FIFO, never decodes a bomb)."""
-    if not _regular(path):
+    if not is_regular(path):
         return "is not a regular file"
     try:
         with Image.open(path) as img:

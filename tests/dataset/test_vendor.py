@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from fake_openai import serve_app
 
 from iwr_bench.dataset.vendor import VendorSources, find_in_folder, local_path, vendor_urls
 from iwr_bench.errors import UserError
@@ -106,8 +106,9 @@ async def test_what_no_source_has_is_reported_with_the_reason(tmp_path: Path) ->
     assert not (site / "vendor").exists()
 
 
-@asynccontextmanager
-async def _cdn(files: dict[str, tuple[bytes, str]]) -> AsyncIterator[str]:
+def _cdn(files: dict[str, tuple[bytes, str]]) -> AbstractAsyncContextManager[str]:
+    """A stand-in CDN on 127.0.0.1 answering ``files`` (path -> body, content type), else 404."""
+
     async def handle(request: web.Request) -> web.Response:
         if request.path not in files:
             return web.Response(status=404)
@@ -116,17 +117,7 @@ async def _cdn(files: dict[str, tuple[bytes, str]]) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server  # pyright: ignore[reportPrivateUsage]
-    assert server is not None
-    port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    return serve_app(app)
 
 
 async def test_the_network_is_a_source_when_allowed(tmp_path: Path) -> None:
