@@ -24,3 +24,11 @@ def slowdown() -> float:
 def patient(seconds: float) -> float:
     """``seconds`` on an idle machine, stretched by :func:`slowdown`."""
     return seconds * slowdown()
+
+
+def roomy(seconds: float) -> float:
+    """A limit the test does not examine, only needs so that a hang ends: ``seconds`` on an idle
+    machine, stretched by :func:`slowdown` and then four times more. The load average lags behind a
+    sudden stall (a neighbouring worker swapping, or starting Ray), and a limit that fires then
+    turns a passing test red; a longer one costs nothing while nothing hangs."""
+    return 4 * patient(seconds)

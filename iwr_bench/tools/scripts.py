@@ -399,14 +399,51 @@ _POINT = r"""
   if (%(select)s && typeof el.select === 'function') { el.focus(); el.select(); }
   const x = Math.min(Math.max(r.left + r.width / 2, 0), innerWidth - 1);
   const y = Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1);
-  return { x, y, tag: el.tagName.toLowerCase() };
+  const tag = el.tagName.toLowerCase();
+  if (!%(hit)s) return { x, y, tag };
+  // A click lands on whatever is on top at the point, as a person's would: aim where the element
+  // itself (a descendant, or one of its labels) is what the point hits, else it is covered.
+  const deepHit = (px, py) => {
+    let h = document.elementFromPoint(px, py);
+    while (h && h.shadowRoot) {
+      const inner = h.shadowRoot.elementFromPoint(px, py);
+      if (!inner || inner === h) break;
+      h = inner;
+    }
+    return h;
+  };
+  const labels = el.labels ? Array.from(el.labels) : [];
+  const reaches = (h) => !!h && (h === el || el.contains(h) || labels.some((l) => l === h || l.contains(h)));
+  const left = Math.max(r.left, 0), right = Math.min(r.right, innerWidth - 1);
+  const top = Math.max(r.top, 0), bottom = Math.min(r.bottom, innerHeight - 1);
+  const points = [[x, y]];
+  for (const fy of [0.5, 0.25, 0.75, 0.1, 0.9]) {
+    for (const fx of [0.5, 0.25, 0.75, 0.1, 0.9]) {
+      points.push([left + (right - left) * fx, top + (bottom - top) * fy]);
+    }
+  }
+  for (const [px, py] of points) {
+    if (px < 0 || py < 0 || px >= innerWidth || py >= innerHeight) continue;
+    if (reaches(deepHit(px, py))) return { x: px, y: py, tag };
+  }
+  const on = deepHit(x, y);
+  const what = on ? on.tagName.toLowerCase() + (on.id ? '#' + on.id : '') +
+    (typeof on.className === 'string' && on.className.trim() ?
+      '.' + on.className.trim().split(/\s+/).slice(0, 2).join('.') : '') : 'nothing';
+  return { error: 'covered', tag, by: what.slice(0, 80) };
 })()
 """
 
 
-def point_script(index: int, select: bool = False) -> str:
-    """Script returning the click point of element ``index`` (or ``{error: ...}``)."""
-    return _POINT % {"index": int(index), "select": "true" if select else "false", "aim": AIM_JS}
+def point_script(index: int, select: bool = False, hit: bool = False) -> str:
+    """Script returning the click point of element ``index`` (or ``{error: ...}``).
+
+    ``hit``: the point must hit the element (or a descendant or one of its labels): the centre
+    when it does, else the first of a grid of points over its visible box that does; when none
+    does, ``{error: 'covered', by: ...}`` names what lies on top.
+    """
+    flags = {"select": "true" if select else "false", "hit": "true" if hit else "false"}
+    return _POINT % {"index": int(index), "aim": AIM_JS, **flags}
 
 
 _SCROLL_PROBE = r"""

@@ -136,10 +136,10 @@ class PageTools:
             truncated=cut or visible.truncated,
         )
 
-    async def _point(self, index: int, select: bool = False) -> tuple[float, float, str]:
+    async def _point(self, index: int, select: bool = False, hit: bool = False) -> tuple[float, float, str]:
         if index < 0:
             raise ToolRetry(f"index {index} is negative")
-        value: Any = await self.tab.evaluate(scripts.point_script(index, select))
+        value: Any = await self.tab.evaluate(scripts.point_script(index, select, hit))
         if not isinstance(value, dict):
             raise ToolRetry("the element list is gone (the page reloaded); call observe")
         error = value.get("error")
@@ -151,6 +151,11 @@ class PageTools:
             )
         if error == "stale":
             raise ToolRetry(f"element {index} is no longer on the page; call observe again")
+        if error == "covered":
+            raise ToolRetry(
+                f"covered: {value.get('tag', '')}#{index} is under {value.get('by', 'something')} at every "
+                "point of it on screen, so a click there would reach that instead"
+            )
         return float(value["x"]), float(value["y"]), str(value.get("tag", ""))
 
     async def _click_at(self, x: float, y: float) -> None:
@@ -159,10 +164,11 @@ class PageTools:
         await self.tab.mouse("mouseReleased", x, y, button="left", clicks=1)
 
     async def click(self, index: int) -> ActionResult:
-        """Click the centre of element ``index`` from the last ``observe``, then wait to settle."""
+        """Click element ``index`` from the last ``observe`` where it is on top (its centre when
+        nothing covers that), then wait to settle; a covered element raises :class:`ToolRetry`."""
 
         async def body() -> ActionResult:
-            x, y, tag = await self._point(index)
+            x, y, tag = await self._point(index, hit=True)
             await self._click_at(x, y)
             return await self._settled("click", f"{tag}#{index} at ({x:.0f}, {y:.0f})", "action")
 
@@ -172,7 +178,7 @@ class PageTools:
         """Focus element ``index``, replace its content with ``text`` key by key, then settle."""
 
         async def body() -> ActionResult:
-            x, y, tag = await self._point(index)
+            x, y, tag = await self._point(index, hit=True)
             await self._click_at(x, y)
             await self.tab.evaluate(scripts.point_script(index, select=True))
             for char in text:

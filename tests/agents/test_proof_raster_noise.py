@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from patience import patient
+from patience import roomy
 from PIL import Image, ImageDraw
 from raster_noise import NoiseCase, noise_cases, noisy_replay
 
@@ -79,7 +79,7 @@ async def test_oracle_rendered_with_partial_raster_proves_itself_without_a_model
     flags = tuple(f for f in pool_module.STEADY_RASTER_FLAGS if f != "--disable-partial-raster")
     monkeypatch.setattr(pool_module, "STEADY_RASTER_FLAGS", flags)
     task, prover = TASKS[103], OracleProver()
-    limits = Limits(action_timeout=patient(10.0), load_timeout=patient(15.0))
+    limits = Limits(action_timeout=roomy(10.0), load_timeout=roomy(15.0))
     async with PagePool(PoolConfig(size=1, limits=limits)) as pool:
         proof = await prover(task, pool)
     assert proof.problems == [] and proof.ifs == 1.0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from patience import patient
+from patience import roomy
 
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
@@ -30,7 +30,7 @@ PAGES = 3
 
 @pytest.fixture(scope="module")
 async def pool() -> PagePool:  # type: ignore[misc]
-    limits = Limits(action_timeout=patient(10.0), load_timeout=patient(15.0))  # defaults, when idle
+    limits = Limits(action_timeout=roomy(10.0), load_timeout=roomy(15.0))  # never the limit under test
     async with PagePool(PoolConfig(size=PAGES, limits=limits)) as p:
         yield p  # type: ignore[misc]
 
@@ -48,17 +48,19 @@ async def _mutant_outcome(pool: PagePool, task_id: int, folder: Path, work: Path
     executor = Executor(pool, HeuristicGrounder(), HeuristicAssertionJudge())
     replay = await executor.replay(task, page, work / "evidence")
     failed = [(a.index, a.failure) for a in replay.actions if a.status == "failed"]
+    # why the replay stopped, when it did: a page that never loaded runs no step and fails none
+    stop = f" ({replay.failure}: {replay.message})" if replay.failure else ""
     expected = manifest["expected_first_failure"]
     if expected is None:
         if failed:
-            return f"{folder.name}: must pass every step, failed {failed}"
+            return f"{folder.name}: must pass every step, failed {failed}{stop}"
         if manifest["kind"] == "layout_changed":
             mutant_initial = (work / "evidence" / "step_0.png").read_bytes()
             if phash_similarity(mutant_initial, task.checkpoints[0].read_bytes()) >= 1.0:
                 return f"{folder.name}: the layout change does not show"
         return None
     if failed != [(expected, manifest["expected_reason"])]:
-        return f"{folder.name}: expected {(expected, manifest['expected_reason'])}, got {failed}"
+        return f"{folder.name}: expected {(expected, manifest['expected_reason'])}, got {failed}{stop}"
     return None
 
 

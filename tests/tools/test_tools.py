@@ -161,6 +161,49 @@ async def test_screenshot_is_viewport_png(pool: PagePool, write_page: Callable[.
     assert as_image(png).size == (640, 360)
 
 
+COVERED = """<!doctype html><html><head><style>
+body { margin: 0; font: 16px sans-serif } button { position: absolute; width: 120px; height: 40px }
+#veil { position: fixed; inset: 0; opacity: 0; z-index: 5 }
+#half { position: absolute; left: 10px; top: 60px; width: 60px; height: 40px; background: #ddd; z-index: 5 }
+#ghost { position: fixed; inset: 0; pointer-events: none; z-index: 5; background: rgba(0, 0, 0, .1) }
+.fake input { opacity: 0; position: absolute; left: 10px; top: 120px; width: 20px; height: 20px }
+.fake span { position: absolute; left: 10px; top: 120px; width: 20px; height: 20px; background: #39f;
+  z-index: 2 }
+</style></head><body>
+<button id=under style="left:300px;top:200px" onclick="log('under')">Under the veil</button>
+<div id=veil onclick="log('veil')"></div>
+<button id=part style="left:10px;top:60px" onclick="log('part')">Half hidden</button><div id=half></div>
+<div id=ghost></div>
+<label class=fake><input id=box type=checkbox onchange="log('box ' + this.checked)"><span></span></label>
+<p id=log style="position:absolute;top:300px"></p>
+<script>const log = (t) => { document.getElementById('log').textContent += '[' + t + ']'; };
+document.getElementById('veil').style.display = 'none';</script>
+</body></html>"""
+
+
+@pytest.mark.anyio
+async def test_a_click_goes_where_the_element_is_on_top_and_a_covered_one_is_refused(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    async with pool.page(
+        PageSpec(page=str(write_page(COVERED)), viewport=Viewport(width=640, height=360))
+    ) as tools:
+        obs = await tools.observe()
+        # partly covered: the click lands on the part a person can see; a pointer-events: none
+        # tint over everything is looked through, as the browser does; a checkbox under its own
+        # label's drawing is reached through the label
+        await tools.click(_index(obs.elements, text="Half hidden"))
+        await tools.click(_index(obs.elements, tag="input"))
+        assert "[part][box true]" in (await tools.observe()).text
+        # an invisible layer over the whole page takes every click: the judge refuses to click
+        # "through" it, since a person's click would land on the layer
+        await tools.tab.evaluate("document.getElementById('veil').style.display = 'block'")
+        obs = await tools.observe()
+        with pytest.raises(ToolRetry, match=r"covered: button#\d+ is under div#veil"):
+            await tools.click(_index(obs.elements, text="Under the veil"))
+        assert "[under]" not in (await tools.observe()).text and "[veil]" not in (await tools.observe()).text
+
+
 @pytest.mark.anyio
 async def test_emoji_are_drawn_in_colour_not_as_empty_boxes(
     pool: PagePool, write_page: Callable[..., Path]
