@@ -41,6 +41,7 @@ class _Tally:
         self.failures: dict[str, int] = {}
         self.mistakes: dict[str, int] = {}
         self.verdicts: list[str | None] = []
+        self.unseen_pages = 0
         self.cost = 0.0
         self.judged = 0
         self.generated = 0
@@ -58,7 +59,9 @@ class _Tally:
         self, store: RunStore, judge: JobRow, gen: JobRow | None, row: ScoreRow | None, pairs: Any
     ) -> None:
         self.judged += 1
-        self.verdicts += [(a.get("assertion") or {}).get("verdict") for a in store.actions(judge.id)]
+        actions = store.actions(judge.id)
+        self.verdicts += [(a.get("assertion") or {}).get("verdict") for a in actions]
+        self.unseen_pages += any(a.get("status") == "ok" and a.get("unseen") for a in actions)
         if judge.failure and judge.failure != FailureClass.generation_error:
             self.count(self.failures, judge.failure)
         # a failed generation counts as no page: the official generator writes none for it
@@ -120,8 +123,20 @@ def _model_summary(tally: _Tally, protocol: EvalProtocol, tasks: int) -> dict[st
         "failures": tally.failures,
         "mistakes": tally.mistakes,
         "undetermined": undetermined_rate(tally.verdicts),
+        "unseen_pages": tally.unseen_pages,
         "cost_usd": round(tally.cost, 6),
     }
+
+
+def unseen_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per model whose score rests on steps no person could have done (the official
+    protocol acts on undrawn and covered controls; the default one fails such a step)."""
+    return [
+        f"{name}: on {m['unseen_pages']} page(s) the score rests on controls no person could see or "
+        "reach (acted on as the official scripts do; see each eval.json's unseen_steps)"
+        for name, m in summary["models"].items()
+        if m.get("unseen_pages")
+    ]
 
 
 def substitute_lines(summary: dict[str, Any]) -> list[str]:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from iwr_bench.dataset.layout import skipped_line
 from iwr_bench.engine.run import RunOutcome
-from iwr_bench.engine.summary import substitute_lines
+from iwr_bench.engine.summary import substitute_lines, unseen_lines
 
 
 def work_split(outcome: RunOutcome) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def print_summary(summary: dict[str, Any], console: Console | None = None) -> No
         console.print(
             "HVS unavailable (no rubric judge): VFS and Final use LVS alone and are not paper-comparable."
         )
-    for line in substitute_lines(summary):
+    for line in [*unseen_lines(summary), *substitute_lines(summary)]:
         console.print(line)
 
 

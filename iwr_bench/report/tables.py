@@ -93,6 +93,10 @@ def leaderboard(run: RunData) -> list[Row]:
                 "failures": dict(sorted(failures.items())),
                 "judge errors": sum(r.judge_errors for r in results),
                 "undetermined %": _undetermined_percent(results),
+                # pages whose score rests on controls no person could see or reach (official protocol)
+                "unseen pages": sum(
+                    1 for r in results if r.evaluation is not None and r.evaluation.replay.unseen_steps()
+                ),
                 "pages missing": sum(
                     1
                     for r in results

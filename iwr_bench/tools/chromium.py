@@ -11,10 +11,13 @@ is set up: tabs, their workers and frames (request interception on, then release
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import socket
+import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, suppress
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from iwr_bench.tools.browser import CHROMIUM_FLAGS, BrowserConfig, TabSetup
 from iwr_bench.tools.errors import BrowserStartError, PageFailure
 from iwr_bench.tools.jail import Containment, containment_level
 from iwr_bench.tools.memory import MemoryWatchdog
+from iwr_bench.tools.models import Viewport
 from iwr_bench.tools.process import ChromiumProcess
 from iwr_bench.tools.scripts import JUDGE_WORLD, SteppedClock, determinism_script, judge_init_script
 from iwr_bench.tools.tab import CdpTab
@@ -34,6 +38,42 @@ from iwr_bench.tools.tab import CdpTab
 logging.getLogger("cdp_use").setLevel(logging.ERROR)  # it logs every connection at INFO
 
 _Handler = Callable[[Mapping[str, Any], str | None], None]
+
+
+WINDOW_FRAME_PX = 85
+"""How much taller a desktop Chrome window is than its page (tab strip and toolbar)."""
+
+
+def screen_for(vp: Viewport) -> tuple[int, int]:
+    """A common desktop screen that holds a window around ``vp`` (1920x1080 when it fits)."""
+    for w, h in ((1920, 1080), (2560, 1440), (3840, 2160)):
+        if vp.width <= w and vp.height + WINDOW_FRAME_PX <= h:
+            return w, h
+    return vp.width, vp.height + WINDOW_FRAME_PX
+
+
+def realm_seed(seed: int, n: int) -> int:
+    """The ``Math.random`` seed of the n-th realm a page creates: its own, and the same on every replay."""
+    return (seed * 1_000_003 + n * 7_919) % 2**32
+
+
+@cache
+def user_agent(executable: str) -> str | None:
+    """The user agent a desktop Chromium of this build sends (headless mode says
+    ``HeadlessChrome``); None when the version cannot be read."""
+    try:
+        done = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"(\d+)\.\d+\.\d+\.\d+", done.stdout or "")
+    if found is None:
+        return None
+    return (
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+        f"Chrome/{found.group(1)}.0.0.0 Safari/537.36"
+    )
 
 
 class ChromiumBrowser:
@@ -88,8 +128,10 @@ class ChromiumBrowser:
     async def _launch(self) -> None:
         if self._tg is None:
             raise BrowserStartError("ChromiumBrowser.start() was not called")
+        agent = await anyio.to_thread.run_sync(user_agent, self.config.executable)
         args = [
             *CHROMIUM_FLAGS,
+            *([f"--user-agent={agent}"] if agent else []),
             f"--js-flags=--max-old-space-size={self.config.js_heap_mb}",
             *self.config.extra_args,
         ]
@@ -273,10 +315,19 @@ class ChromiumBrowser:
         for domain in ("Page", "Runtime", "Log"):
             await tab.send(f"{domain}.enable")
         vp = setup.viewport
+        screen = screen_for(vp)
         await tab.send(
             "Emulation.setDeviceMetricsOverride",
-            {"width": vp.width, "height": vp.height, "deviceScaleFactor": 1, "mobile": False},
+            {
+                "width": vp.width,
+                "height": vp.height,
+                "deviceScaleFactor": 1,
+                "mobile": False,
+                "screenWidth": screen[0],
+                "screenHeight": screen[1],
+            },
         )
+        await self._size_window(tab, vp)
         await tab.send("Emulation.setTimezoneOverride", {"timezoneId": det.timezone})
         await tab.send("Emulation.setLocaleOverride", {"locale": det.locale})
         await tab.send("Emulation.setFocusEmulationEnabled", {"enabled": True})
@@ -285,10 +336,13 @@ class ChromiumBrowser:
         epoch = det.epoch_ms if det.clock == "fixed_start" or setup.clock_step_ms else None
         step = setup.clock_step_ms
         clock = SteppedClock(f"iwr{secrets.token_hex(8)}", step) if step else None
+        # WebRTC stays (inert) where the network namespace holds it; interception alone cannot
+        no_webrtc = self.containment != "netns"
         await tab.send(
             "Page.addScriptToEvaluateOnNewDocument",
-            {"source": determinism_script(setup.seed, epoch, clock=clock)},
+            {"source": determinism_script(setup.seed, epoch, no_webrtc, clock=clock)},
         )
+        tab.realm_script = lambda n: determinism_script(realm_seed(setup.seed, n), epoch, no_webrtc)
         await tab.send(
             "Page.addScriptToEvaluateOnNewDocument",
             {"source": judge_init_script(det.hide_caret, clock), "worldName": JUDGE_WORLD},
@@ -298,6 +352,19 @@ class ChromiumBrowser:
         await tab.send(
             "Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
         )
+
+    async def _size_window(self, tab: CdpTab, vp: Viewport) -> None:
+        """Give the tab's window the size of a desktop window around its viewport (the headless
+        default is 800x600, whatever the viewport), so the window's outer size fits the page's."""
+        client = self._client
+        if client is None:
+            return
+        with suppress(RuntimeError, ConnectionError, KeyError):
+            found = await client.send_raw("Browser.getWindowForTarget", {"targetId": tab.target_id})
+            bounds = {"width": vp.width, "height": vp.height + WINDOW_FRAME_PX, "left": 0, "top": 0}
+            await client.send_raw(
+                "Browser.setWindowBounds", {"windowId": found["windowId"], "bounds": bounds}
+            )
 
     def forget(self, tab: CdpTab) -> None:
         """Drop a closed tab from the event routing."""
@@ -339,6 +406,7 @@ class ChromiumBrowser:
         reg.Runtime.exceptionThrown(per_tab(CdpTab.on_exception))
         reg.Log.entryAdded(per_tab(CdpTab.on_log))
         reg.Page.loadEventFired(per_tab(lambda tab, _event: tab.on_load()))
+        reg.Debugger.paused(self._on_debugger_paused)
         reg.Target.attachedToTarget(self._on_attached)
         reg.Target.detachedFromTarget(self._on_detached)
         reg.Target.targetCrashed(self._on_crashed)
@@ -356,6 +424,11 @@ class ChromiumBrowser:
         owner = self._popups.get(key)
         if owner is not None:
             owner.on_popup_request(event, key)
+
+    def _on_debugger_paused(self, event: Mapping[str, Any], session_id: str | None) -> None:
+        owner = self._workers.get(session_id or "")
+        if owner is not None and session_id:
+            owner.on_realm_paused(event, session_id)
 
     def _on_attached(self, event: Mapping[str, Any], session_id: str | None) -> None:
         info = event["targetInfo"]

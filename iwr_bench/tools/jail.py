@@ -94,7 +94,9 @@ def containment_level() -> Containment:
 def _warn_once(why: str) -> None:
     warnings.warn(
         f"{why}: pages are kept in by CDP request interception only; connections it cannot see "
-        "(WebRTC, preconnect, beacons sent while a tab closes) may leave the sandbox",
+        "may leave the sandbox: WebSocket, WebTransport, speculation-rules prefetch, preconnect "
+        "(also opened ahead of a refused frame load), beacons sent while a tab closes "
+        "(WebRTC is removed from pages)",
         ContainmentWarning,
         stacklevel=3,
     )

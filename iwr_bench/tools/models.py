@@ -426,6 +426,8 @@ class VisibleText(BaseModel):
     """True when the page held more text than the limits."""
     background: str | None = None
     """The page's background colour ("r,g,b": the body's, else the root's, else white)."""
+    height: float | None = None
+    """The viewport's height in CSS pixels (run boxes below it are below the fold)."""
 
 
 class TextSnapshot(BaseModel):

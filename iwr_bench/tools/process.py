@@ -50,11 +50,14 @@ _LAUNCH_FLAGS: tuple[str, ...] = (
     "--disable-domain-reliability",
     "--disable-client-side-phishing-detection",
     "--disable-features=MediaRouter,OptimizationHints,Translate,InterestFeedContentSuggestions,"
-    "WebRtcHideLocalIpsWithMdns,DialMediaRouteProvider,AcceptCHFrame",
+    "WebRtcHideLocalIpsWithMdns,DialMediaRouteProvider,AcceptCHFrame,IsolateSandboxedIframes",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--enforce-webrtc-ip-permission-check",
 )
-"""Flags of every launch: no throttling of background pages, no crash handler, no calls home."""
+"""Flags of every launch: no throttling of background pages, no crash handler, no calls home.
+Sandboxed frames stay in their page's renderer (``IsolateSandboxedIframes`` off), so the page's
+pinned clock and seeded randomness reach them as they reach every frame, and their memory counts
+against the page's bound."""
 
 
 def descendants(pid: int) -> list[int]:

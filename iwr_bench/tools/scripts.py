@@ -21,6 +21,7 @@ JUDGE_WORLD = "iwr-judge"
 _DETERMINISM = r"""
 (() => {
   const cfg = %(cfg)s;
+  const G = globalThis;  // a window, or a worker's global scope
   const { apply, construct, defineProperty } = Reflect;
   const wmGet = WeakMap.prototype.get, wmSet = WeakMap.prototype.set;
   const fnToString = Function.prototype.toString;
@@ -49,7 +50,8 @@ _DETERMINISM = r"""
   // A stepped clock (top document only): page time stands still until the judge moves it on by
   // one step after each action, running the timers that fall due in order, so a countdown ticks
   // the same however long an action really took.
-  const stepped = cfg.clock !== null && window === window.top ? cfg.clock : null;
+  const topDocument = typeof window !== 'undefined' && window === window.top;
+  const stepped = cfg.clock !== null && topDocument ? cfg.clock : null;
   let vt = 0;  // page time, ms since the document started (stepped clock)
   if (stepped) {
     const realTimeout = setTimeout, max = Math.max, Num = Number, Str = String, P = Promise;
@@ -150,13 +152,56 @@ _DETERMINISM = r"""
     RealDate.now = now;
     defineProperty(RealDate.prototype, 'constructor',
       { value: FakeDate, writable: true, enumerable: false, configurable: true });
-    window.Date = FakeDate;
+    G.Date = FakeDate;
+    // Intl reads the clock too when format() or formatToParts() is given no date.
+    const DTF = Intl.DateTimeFormat.prototype;
+    const formatDesc = Object.getOwnPropertyDescriptor(DTF, 'format');
+    if (formatDesc && formatDesc.get) {
+      const realGet = formatDesc.get, wrapped = new WeakMap();
+      const getter = { get format() {
+        const real = apply(realGet, this, []);
+        let f = apply(wmGet, wrapped, [real]);
+        if (f === undefined) {
+          f = { '': (date) => apply(real, undefined, [date === undefined ? current() : date]) }[''];
+          show(f, '');
+          apply(wmSet, wrapped, [real, f]);
+        }
+        return f;
+      } };
+      const get = Object.getOwnPropertyDescriptor(getter, 'format').get;
+      show(get, 'get format');
+      defineProperty(DTF, 'format', { ...formatDesc, get });
+    }
+    const parts = DTF.formatToParts;
+    if (typeof parts === 'function') {
+      const formatToParts = { formatToParts(date) {
+        return apply(parts, this, [date === undefined ? current() : date]);
+      } }.formatToParts;
+      show(formatToParts, 'formatToParts');
+      defineProperty(DTF, 'formatToParts',
+        { value: formatToParts, writable: true, enumerable: false, configurable: true });
+    }
+    // A document served with no Last-Modified header reports the time it is asked.
+    const modified = typeof Document === 'undefined' ? undefined
+      : Object.getOwnPropertyDescriptor(Document.prototype, 'lastModified');
+    if (modified && modified.get) {
+      const two = (n) => (n < 10 ? '0' : '') + n;
+      const getter = { get lastModified() {
+        apply(modified.get, this, []);  // the same check of what it is called on
+        const d = new RealDate(current());
+        return two(d.getMonth() + 1) + '/' + two(d.getDate()) + '/' + d.getFullYear() + ' ' +
+          two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds());
+      } };
+      const get = Object.getOwnPropertyDescriptor(getter, 'lastModified').get;
+      show(get, 'get lastModified');
+      defineProperty(Document.prototype, 'lastModified', { ...modified, get });
+    }
   }
   if (cfg.noWebrtc) {
     for (const name of ['RTCPeerConnection', 'webkitRTCPeerConnection', 'RTCDataChannel',
       'RTCRtpSender', 'RTCRtpReceiver', 'RTCRtpTransceiver', 'RTCIceCandidate', 'RTCSessionDescription',
       'RTCIceTransport', 'RTCDtlsTransport', 'RTCSctpTransport', 'RTCCertificate']) {
-      delete window[name];
+      delete G[name];
     }
   }
 })();
@@ -166,8 +211,10 @@ _DETERMINISM = r"""
 def determinism_script(
     seed: int, epoch_ms: int | None, no_webrtc: bool = True, clock: SteppedClock | None = None
 ) -> str:
-    """The page-world script: seeded ``Math.random``, the fixed clock start, no WebRTC, and with
-    ``clock`` a stepped page clock (``epoch_ms`` is then required)."""
+    """The script for every realm a page creates (its documents, frames, popups and workers):
+    seeded ``Math.random``, the fixed clock start (``Date``, ``performance.timeOrigin``, ``Intl``'s
+    formatting of "now", ``document.lastModified``), no WebRTC when ``no_webrtc``, and with
+    ``clock`` a stepped page clock in the top document (``epoch_ms`` is then required)."""
     if clock is not None and epoch_ms is None:
         raise ValueError("a stepped clock needs a fixed start (epoch_ms)")
     stepped = None if clock is None else {"name": clock.name, "step": clock.step_ms}
@@ -221,6 +268,203 @@ def judge_init_script(hide_caret: bool, clock: SteppedClock | None = None) -> st
     stepped = None if clock is None else {"name": clock.name, "step": clock.step_ms}
     return _JUDGE_INIT % {"cfg": json.dumps({"hideCaret": hide_caret, "clock": stepped})}
 
+
+SEEN_JS = r"""
+const seen = (() => {  // what a person can see of an element; shared by observe and visible_text
+  const styles = new Map();
+  const css = (el) => {
+    let s = styles.get(el);
+    if (!s) { s = getComputedStyle(el); styles.set(el, s); }
+    return s;
+  };
+  const rgba = (c) => {  // [r, g, b, a] of a computed colour; null for a form this does not read
+    if (!c || c === 'transparent') return [0, 0, 0, 0];
+    const m = /rgba?\(([^)]*)\)/.exec(c);
+    if (!m) return null;
+    const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(parseFloat);
+    return p.length < 3 ? null : [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const length = (t, whole) => t.endsWith('%') ? parseFloat(t) * whole / 100 : parseFloat(t) || 0;
+  const clipsAll = (clip, el) => {  // a clip-path that leaves nothing of the box
+    const w = el.offsetWidth || el.getBoundingClientRect().width, h = el.offsetHeight ||
+      el.getBoundingClientRect().height;
+    let m = /^inset\(([^)]*)\)/.exec(clip);
+    if (m) {
+      const t = m[1].split(/\s+round\s+/)[0].trim().split(/\s+/);
+      const [a, b = a, c = a, d = b] = t;
+      return length(a, h) + length(c, h) >= h - 0.5 || length(b, w) + length(d, w) >= w - 0.5;
+    }
+    m = /^circle\(\s*([\d.]+(?:px|%)?)/.exec(clip);
+    if (m) return length(m[1], Math.min(w, h)) <= 0.5;
+    m = /^ellipse\(\s*([\d.]+(?:px|%)?)\s+([\d.]+(?:px|%)?)/.exec(clip);
+    if (m) return length(m[1], w) <= 0.5 || length(m[2], h) <= 0.5;
+    m = /^polygon\(([^)]*)\)/.exec(clip);
+    if (m) {
+      const pts = m[1].replace(/^\s*(nonzero|evenodd)\s*,/, '').split(',').map((q) => q.trim().split(/\s+/));
+      const xs = pts.map((q) => length(q[0] || '0', w)), ys = pts.map((q) => length(q[1] || '0', h));
+      return Math.max(...xs) - Math.min(...xs) < 1 || Math.max(...ys) - Math.min(...ys) < 1;
+    }
+    return false;
+  };
+  const own = (el) => {  // the share of el's own paint that opacity, filters, masks and clip-path leave
+    const s = css(el);
+    let o = parseFloat(s.opacity);
+    if (s.filter && s.filter !== 'none') {
+      for (const m of s.filter.matchAll(/opacity\(\s*([\d.e+-]+)(%?)\s*\)/g)) {
+        o *= Math.max(0, Math.min(1, parseFloat(m[1]) * (m[2] ? 0.01 : 1)));
+      }
+    }
+    const mask = s.maskImage || s.webkitMaskImage;
+    if (mask && mask !== 'none' && /gradient\(/.test(mask)) {  // every stop transparent: masks all
+      const stops = (mask.match(/rgba?\([^)]*\)|transparent/g) || []).map(rgba);
+      if (stops.length && stops.every((c) => c && c[3] <= 0.05)) o = 0;
+    }
+    if (s.clipPath && s.clipPath !== 'none' && clipsAll(s.clipPath, el)) o = 0;
+    return o;
+  };
+  const opacities = new Map();
+  const opacity = (el) => {  // what survives along the ancestor chain (a faded parent fades all it holds)
+    if (!el || el.nodeType !== 1) return 1;
+    let o = opacities.get(el);
+    if (o === undefined) {
+      o = own(el);
+      if (o > 0.05) o *= opacity(el.parentElement || (el.getRootNode() && el.getRootNode().host) || null);
+      opacities.set(el, o);
+    }
+    return o;
+  };
+  const lin = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  const lum = (c) => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+  const contrast = (a, b) => {
+    const x = lum(a), y = lum(b);
+    return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+  };
+  const over = (top, a, under) => [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a));
+  const PICTURES = new Set(['IMG', 'CANVAS', 'VIDEO', 'IFRAME', 'OBJECT', 'EMBED', 'svg', 'SVG', 'PICTURE']);
+  const root = document.documentElement, body = document.body;
+  const canvas = () => {  // the colour the viewport is cleared to (the root's, else the body's)
+    for (const e of [root, body]) {
+      const c = e && rgba(css(e).backgroundColor);
+      if (c && c[3] > 0.05) return over(c, c[3], [255, 255, 255]);
+    }
+    return [255, 255, 255];
+  };
+  // The plain colour at (x, y) under el's own box (or from el's own box down, for el's text);
+  // null over a picture or a pattern.
+  const behind = (el, x, y, own = false) => {
+    const stack = document.elementsFromPoint(x, y);
+    let start = 0;
+    for (let a = el; a; a = a.parentElement) {
+      const i = stack.indexOf(a);
+      if (i >= 0) { start = a === el && !own ? i + 1 : i; break; }
+    }
+    const layers = [];
+    for (const e of stack.slice(start)) {
+      if (e === root || e === body) continue;  // their colour is the canvas'
+      const o = opacity(e);
+      if (o <= 0.05) continue;
+      if (PICTURES.has(e.tagName)) return null;
+      const s = css(e);
+      if (s.backgroundImage !== 'none') return null;
+      const c = rgba(s.backgroundColor);
+      if (!c) return null;
+      if (c[3] * o > 0.05) layers.push([c, c[3] * o]);
+      if (c[3] * o >= 0.99) break;
+    }
+    let colour = layers.length && layers[layers.length - 1][1] >= 0.99 ? [255, 255, 255] : canvas();
+    for (let i = layers.length - 1; i >= 0; i--) colour = over(layers[i][0], layers[i][1], colour);
+    return colour;
+  };
+  const textClip = (el) => {
+    for (let a = el, k = 0; a && k < 4; a = a.parentElement, k++) {
+      if ((css(a).webkitBackgroundClip || css(a).backgroundClip) === 'text') return true;
+    }
+    return false;
+  };
+  // Text a person can read at (x, y): a fill that stands out from the plain colour behind it (or
+  // lies over a picture, which this cannot judge), an outline or a shadow, at least 4 px high.
+  const legible = (el, x, y, height) => {
+    const s = css(el);
+    if (parseFloat(s.fontSize) < 4 || (height !== undefined && height < 4)) return false;
+    if (s.textShadow !== 'none' || parseFloat(s.webkitTextStrokeWidth) > 0 || textClip(el)) return true;
+    const fill = rgba(s.webkitTextFillColor || s.color);
+    if (!fill) return true;
+    const a = fill[3] * opacity(el);
+    if (a <= 0.05) return false;
+    const under = behind(el, x, y, true);
+    return !under || contrast(over(fill, a, under), under) >= 1.1;
+  };
+  const boxDraws = (e, s, r) => {  // whether e's own box shows: a picture, a fill, a border, a shadow
+    if (PICTURES.has(e.tagName)) return true;
+    if (s.backgroundImage !== 'none' || s.boxShadow !== 'none') return true;
+    if (e.tagName === 'INPUT' && ['checkbox', 'radio', 'range', 'color', 'file'].includes(e.type) &&
+        s.appearance !== 'none') return true;  // drawn by the browser
+    for (const side of ['Top', 'Right', 'Bottom', 'Left']) {
+      const c = rgba(s['border' + side + 'Color']);
+      if (parseFloat(s['border' + side + 'Width']) >= 1 && s['border' + side + 'Style'] !== 'none' &&
+          (!c || c[3] >= 0.1)) return true;
+    }
+    const oc = rgba(s.outlineColor);
+    if (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 1 && (!oc || oc[3] >= 0.1)) return true;
+    const bg = rgba(s.backgroundColor);
+    if (!bg) return true;
+    if (bg[3] < 0.1) return false;
+    const x = Math.min(Math.max(r.left + r.width / 2, 0), innerWidth - 1);
+    const y = Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1);
+    const under = behind(e, x, y);
+    return !under || contrast(over(bg, bg[3] * opacity(e), under), under) >= 1.03;
+  };
+  const range = document.createRange();
+  // Whether el, or anything it holds, puts something a person can see on the screen (a control
+  // drawn with transparent text and no fill, border or picture puts nothing there).
+  const draws = (el) => {
+    let budget = 80;
+    const visit = (e) => {
+      if (--budget < 0) return true;  // too much to look through: take it as drawn
+      const s = css(e);
+      if (s.display === 'none' || opacity(e) <= 0.05) return false;
+      const vis = s.visibility === 'visible';
+      const r = e.getBoundingClientRect();
+      if (vis && r.width >= 2 && r.height >= 2) {
+        if (boxDraws(e, s, r)) return true;
+        for (const pseudo of ['::before', '::after']) {
+          const p = getComputedStyle(e, pseudo);
+          if (!p.content || p.content === 'none' || p.content === 'normal') continue;
+          const pc = rgba(p.color), pb = rgba(p.backgroundColor);
+          if (/url\(/.test(p.content) || p.backgroundImage !== 'none' || !pc || pc[3] > 0.05 ||
+              (pb && pb[3] >= 0.1)) return true;
+        }
+        if ((e.tagName === 'INPUT' || e.tagName === 'TEXTAREA') && (e.value || e.placeholder) &&
+            legible(e, Math.min(Math.max(r.left + 4, 0), innerWidth - 1),
+                    Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1))) return true;
+      }
+      for (const n of e.childNodes) {
+        if (n.nodeType === 3) {
+          if (!vis || !n.data.trim()) continue;
+          range.selectNodeContents(n);
+          for (const t of Array.from(range.getClientRects()).slice(0, 3)) {
+            if (t.width < 1 || t.height < 1) continue;
+            const x = Math.min(Math.max(t.left + t.width / 2, 0), innerWidth - 1);
+            const y = Math.min(Math.max(t.top + t.height / 2, 0), innerHeight - 1);
+            if (legible(e, x, y, t.height)) return true;
+          }
+        } else if (n.nodeType === 1 && visit(n)) {
+          return true;
+        }
+      }
+      if (e.shadowRoot) for (const c of e.shadowRoot.children) if (visit(c)) return true;
+      return false;
+    };
+    return visit(el);
+  };
+  return { css, rgba, opacity, legible, draws, behind };
+})();
+"""
+"""JavaScript defining ``seen``: ``seen.opacity(el)`` (what opacity, ``filter: opacity()``, an
+all-transparent mask and an empty ``clip-path`` leave of ``el``, along its ancestors),
+``seen.legible(el, x, y, height)`` (text that stands out from the plain colour behind it, at least
+4 px high) and ``seen.draws(el)`` (``el`` or what it holds shows anything at all). The observe and
+visible-text scripts use it, so the judge finds and reads only what a person could see."""
 
 _OBSERVE = r"""
 (() => {
@@ -293,6 +537,13 @@ _OBSERVE = r"""
   const out = [], els = [];
   let truncated = false;
   const limitScan = Math.min(all.length, 60000);
+  %(seen)s
+  // What lies behind a control is hit-tested, click-through layers included (restored below).
+  const sheet = new CSSStyleSheet();
+  sheet.replaceSync('*, *::before, *::after { pointer-events: auto !important; }');
+  const sheets = [...document.adoptedStyleSheets];
+  document.adoptedStyleSheets = [...sheets, sheet];
+  try {
   for (let i = 0; i < limitScan; i++) {
     const el = all[i];
     let hit = el.matches(SEL);
@@ -316,13 +567,10 @@ _OBSERVE = r"""
       undisplayed = true;
     }
     if (r.width < 1 || r.height < 1) continue;
-    // laid out but not drawn: hidden, or faded out with its ancestors (a control shown on hover)
-    let shade = parseFloat(cs.opacity);
-    const root = document.documentElement;
-    for (let a = el.parentElement; a && shade >= 0.05 && a !== root; a = a.parentElement) {
-      shade *= parseFloat(getComputedStyle(a).opacity);
-    }
-    const hidden = undisplayed || cs.visibility === 'hidden' || !(shade >= 0.05);
+    // laid out but not drawn: hidden; faded, filtered, masked or clipped out with its ancestors (a
+    // control shown on hover); or showing nothing (transparent text, no fill, border or picture)
+    const hidden = undisplayed || cs.visibility === 'hidden' || !(seen.opacity(el) >= 0.05) ||
+      !seen.draws(el);
     if (out.length >= MAX) { truncated = true; break; }
     const tag = cut(el.tagName.toLowerCase(), 40);
     const type = tag === 'input' ? cut((el.getAttribute('type') || 'text').toLowerCase(), 40) : null;
@@ -352,6 +600,9 @@ _OBSERVE = r"""
       in_viewport: r.right > 0 && r.bottom > 0 && r.left < W && r.top < H,
     });
   }
+  } finally {
+    document.adoptedStyleSheets = sheets;
+  }
   st.els = els; st.gen += 1;
   let text = document.body ? document.body.innerText || '' : '';
   const textTruncated = text.length > MAXTEXT;
@@ -369,7 +620,17 @@ def observe_script(max_elements: int, max_text: int, max_string: int = 200) -> s
     Every string is capped (``max_string`` for titles, labels, placeholders and hrefs; 80 for element
     text, 340 for context, ``max_text`` for the page text), so a page cannot flood the caller.
     """
-    return _OBSERVE % {"max": max_elements, "maxtext": max_text, "maxstr": max_string}
+    return _OBSERVE % {"max": max_elements, "maxtext": max_text, "maxstr": max_string, "seen": SEEN_JS}
+
+
+def element_click_script(index: int) -> str:
+    """Script focusing element ``index`` of the last observe and sending it a click event (whatever
+    lies on top of it); true when the element was there."""
+    return (
+        f"(() => {{ const st = window.__iwr__; const el = st && st.els[{int(index)}];"
+        " if (!el || !el.isConnected) return false;"
+        " if (typeof el.focus === 'function') el.focus(); el.click(); return true; })()"
+    )
 
 
 AIM_JS = r"""
@@ -590,16 +851,9 @@ _VISIBLE_TEXT = r"""
   };
   // visibility is inherited (a visible child of a hidden parent shows); display: none leaves no boxes.
   const shown = (el) => style(el).visibility === 'visible';
-  const opacities = new Map();
-  const cumOpacity = (el) => {  // product of the opacities along the ancestor chain
-    if (!el) return 1;
-    let o = opacities.get(el);
-    if (o === undefined) {
-      o = parseFloat(style(el).opacity) * cumOpacity(el.parentElement);
-      opacities.set(el, o);
-    }
-    return o;
-  };
+  %(seen)s
+  const cumOpacity = seen.opacity;  // opacity, filters, masks and clip-path, along the ancestor chain
+
   const fillAlpha = (el) => {
     const s = style(el);
     const fill = s.webkitTextFillColor || s.color;
@@ -617,7 +871,7 @@ _VISIBLE_TEXT = r"""
   const rootStyle = style(document.documentElement);
   const bodyPropagates = rootStyle.overflowX === 'visible' && rootStyle.overflowY === 'visible';
   const clips = (el, r) => {  // r cut by hidden overflow (for good) and by scrollers and the viewport
-    let kept = { left: r.left, top: r.top, right: r.right, bottom: r.bottom }, seen = kept;
+    let kept = { left: r.left, top: r.top, right: r.right, bottom: r.bottom }, view = kept;
     for (let a = el.parentElement; a && a !== document.documentElement; a = a.parentElement) {
       if (a === body && bodyPropagates) continue;
       const s = style(a);
@@ -629,10 +883,10 @@ _VISIBLE_TEXT = r"""
                     top: y ? c.top : -Infinity, bottom: y ? c.bottom : Infinity };
       const scrolls = /auto|scroll|overlay/.test(s.overflowX + s.overflowY) && s.clip === 'auto';
       if (!scrolls) kept = meet(kept, box);
-      seen = meet(seen, box);
+      view = meet(view, box);
     }
-    seen = meet(meet(seen, kept), { left: 0, top: 0, right: W, bottom: H });
-    return { kept, seen };
+    view = meet(meet(view, kept), { left: 0, top: 0, right: W, bottom: H });
+    return { kept, view };
   };
   const grow = (b, c) => !b ? c : { left: Math.min(b.left, c.left), top: Math.min(b.top, c.top),
                                     right: Math.max(b.right, c.right), bottom: Math.max(b.bottom, c.bottom) };
@@ -702,7 +956,7 @@ _VISIBLE_TEXT = r"""
     }
     const extras = [];
     for (const [el, i] of index) {
-      if (claimed.has(el) || !el.isConnected) continue;
+      if (claimed.has(el) || !el.isConnected || !seen.draws(el)) continue;
       const b = el.getBoundingClientRect();
       if (b.width < 1 || b.height < 1 || b.bottom <= 0 || b.right <= 0 || b.top >= H || b.left >= W) continue;
       if (!onTop(el, Math.min(Math.max(b.left + b.width / 2, 0), W - 1),
@@ -745,10 +999,11 @@ _VISIBLE_TEXT = r"""
       let box = null, off = null;
       for (const r of Array.from(range.getClientRects()).slice(0, 6)) {
         if (r.width < 1 || r.height < 1) continue;
-        const { kept, seen } = clips(el, r);
+        const { kept, view } = clips(el, r);
         if (!big(kept, r)) continue;  // clipped away for good
-        if (big(seen, r)) {
-          if (onTop(el, (seen.left + seen.right) / 2, (seen.top + seen.bottom) / 2)) box = grow(box, seen);
+        if (big(view, r)) {
+          const cx = (view.left + view.right) / 2, cy = (view.top + view.bottom) / 2;
+          if (onTop(el, cx, cy) && seen.legible(el, cx, cy, r.height)) box = grow(box, view);
         } else if (reachable(kept)) {
           off = grow(off, kept);  // on the page, but scrolled out of view
         }
@@ -783,7 +1038,7 @@ _VISIBLE_TEXT = r"""
     for (const el of Array.from(document.querySelectorAll('input,textarea,select')).slice(0, 200)) {
       if (fields.length >= 40) break;
       if (el.tagName === 'INPUT' && SKIP.includes(el.type)) continue;
-      if (!shown(el) || cumOpacity(el) <= 0.05) continue;
+      if (!shown(el) || cumOpacity(el) <= 0.05 || !seen.draws(el)) continue;
       const b = el.getBoundingClientRect();
       if (b.width < 4 || b.height < 4 || b.bottom <= 0 || b.right <= 0 || b.top >= H || b.left >= W) continue;
       const { kept } = clips(el, b);
@@ -925,7 +1180,7 @@ _VISIBLE_TEXT = r"""
   const page = rgb(style(body).backgroundColor) || rgb(style(document.documentElement).backgroundColor) ||
     '255,255,255';
   return { runs: out, text: out.filter((r) => r.on_screen).map((r) => r.text).join('\n'), truncated,
-           background: page, fields };
+           background: page, fields, height: H };
 })()
 """
 
@@ -943,4 +1198,4 @@ def visible_text_script(max_runs: int, max_text: int, annotate: bool = False) ->
     position (hit-tested with ``elementsFromPoint``; elements that paint nothing are looked through).
     """
     flag = "true" if annotate else "false"
-    return _VISIBLE_TEXT % {"maxruns": max_runs, "maxtext": max_text, "annotate": flag}
+    return _VISIBLE_TEXT % {"maxruns": max_runs, "maxtext": max_text, "annotate": flag, "seen": SEEN_JS}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from typing import Any, Literal
 
 import anyio
@@ -77,6 +78,11 @@ class CdpTab:
         self._popup_records: dict[str, PopupRecord] = {}
         self._popup_named: dict[str, anyio.Event] = {}
         self._worker_kinds: dict[str, str] = {}
+        self.realm_script: Callable[[int], str] | None = None
+        """The determinism script for the n-th realm the page creates besides its own document (a
+        worker, an out-of-process frame, a popup), each with a seed of its own; set by the browser."""
+        self._realms = 0
+        self._held_scripts: dict[str, str] = {}
         self._judge_context: str | None = None
         self._judge_ready = anyio.Event()
 
@@ -295,8 +301,10 @@ class CdpTab:
         """A worker or out-of-process frame of this page (held at start): intercept its requests, then
         let it run. A worker script from another origin is refused by the interception itself."""
         self._worker_kinds[session_id] = kind
+        pinned = self._pinned(kind, session_id)
 
         async def setup() -> None:
+            await pinned()
             for method, params in (
                 ("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}),
                 ("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}),
@@ -317,6 +325,55 @@ class CdpTab:
                 return
 
         self._spawn(setup)
+
+    def _pinned(self, kind: str, session_id: str) -> Callable[[], Awaitable[None]]:
+        """What puts the page's pinned clock and seeded randomness into a new realm held at start. A
+        frame in a process of its own gets it in each document it loads (frames in the page's
+        process, sandboxed ones included, get the page's own script; a popup is closed at once and
+        gets nothing, so its opener can still read the machine's clock in it). A dedicated worker is
+        stopped before its first script (an instrumentation breakpoint: evaluating in a worker held
+        at start would wait for it to run), the script is evaluated there
+        (:meth:`on_realm_paused`), and the worker goes on. Realms are numbered in the order they
+        attach, each with a seed of its own."""
+        if self.realm_script is None:
+            return _nothing
+        self._realms += 1
+        source = self.realm_script(self._realms)
+        if kind == "iframe":
+            calls = [("Page.addScriptToEvaluateOnNewDocument", {"source": source})]
+        elif kind == "worker":
+            self._held_scripts[session_id] = source
+            calls = [
+                ("Debugger.enable", {}),
+                ("Debugger.setInstrumentationBreakpoint", {"instrumentation": "beforeScriptExecution"}),
+            ]
+        else:  # shared and service workers (the sandbox refuses their scripts from elsewhere)
+            return _nothing
+
+        async def install() -> None:
+            for method, params in calls:
+                try:
+                    await self.client.send_raw(method, params, session_id)
+                except (RuntimeError, ConnectionError):
+                    self._held_scripts.pop(session_id, None)
+                    return
+
+        return install
+
+    def on_realm_paused(self, event: Mapping[str, Any], session_id: str) -> None:
+        """Debugger.paused in a dedicated worker of this page, before its first script: evaluate the
+        pinned clock and seeded randomness in its scope, then stop debugging it and let it run."""
+        source = self._held_scripts.pop(session_id, None)
+        frames = event.get("callFrames") or []
+
+        async def install_and_go() -> None:
+            with suppress(RuntimeError, ConnectionError):
+                if source is not None and frames:
+                    params = {"callFrameId": frames[0]["callFrameId"], "expression": source, "silent": True}
+                    await self.client.send_raw("Debugger.evaluateOnCallFrame", params, session_id)
+                await self.client.send_raw("Debugger.disable", {}, session_id)  # also resumes it
+
+        self._spawn(install_and_go)
 
     def on_websocket(self, event: Mapping[str, Any]) -> None:
         """Network.webSocketCreated: record a WebSocket to anywhere but the page's own server.
@@ -425,3 +482,7 @@ class CdpTab:
                 return
 
         self._spawn(send)
+
+
+async def _nothing() -> None:
+    return None

@@ -163,23 +163,32 @@ class PageTools:
         await self.tab.mouse("mousePressed", x, y, button="left", clicks=1)
         await self.tab.mouse("mouseReleased", x, y, button="left", clicks=1)
 
-    async def click(self, index: int) -> ActionResult:
+    async def click(self, index: int, hit: bool = True) -> ActionResult:
         """Click element ``index`` from the last ``observe`` where it is on top (its centre when
-        nothing covers that), then wait to settle; a covered element raises :class:`ToolRetry`."""
+        nothing covers that), then wait to settle; a covered element raises :class:`ToolRetry`.
+        ``hit=False`` sends the click to the element itself whatever lies on top, as the official
+        scripts' browser does when its click is intercepted."""
 
         async def body() -> ActionResult:
-            x, y, tag = await self._point(index, hit=True)
-            await self._click_at(x, y)
+            x, y, tag = await self._point(index, hit=hit)
+            if hit:
+                await self._click_at(x, y)
+            else:  # a click event sent to the element itself, as a script would send it
+                await self.tab.evaluate(scripts.element_click_script(index))
             return await self._settled("click", f"{tag}#{index} at ({x:.0f}, {y:.0f})", "action")
 
         return await self._guard("click", body)
 
-    async def type(self, index: int, text: str) -> ActionResult:
-        """Focus element ``index``, replace its content with ``text`` key by key, then settle."""
+    async def type(self, index: int, text: str, hit: bool = True) -> ActionResult:
+        """Focus element ``index``, replace its content with ``text`` key by key, then settle (the
+        element is clicked first, where it is on top, as :meth:`click`)."""
 
         async def body() -> ActionResult:
-            x, y, tag = await self._point(index, hit=True)
-            await self._click_at(x, y)
+            x, y, tag = await self._point(index, hit=hit)
+            if hit:
+                await self._click_at(x, y)
+            else:
+                await self.tab.evaluate(scripts.element_click_script(index))
             await self.tab.evaluate(scripts.point_script(index, select=True))
             for char in text:
                 if char == "\n":

@@ -299,3 +299,46 @@ async def test_llm_grounder_answers_the_text_to_type(pool: PagePool, tmp_path: P
     replay = await executor.replay(task, page, tmp_path / "ev")
     assert replay.success_steps == 1
     assert any("'from the model'" in c for c in replay.actions[0].tool_calls)
+
+
+UNSEEN = (
+    "<style>body{margin:0} .b{position:absolute;left:20px;width:200px;height:40px}</style>"
+    "<button class=b style='top:20px' onclick=\"document.getElementById('o').textContent='saved'\">"
+    "Save draft</button><div style='position:absolute;left:0;top:0;width:400px;height:90px;"
+    "background:#ddd' id=veil></div>"
+    "<button class=b style='top:120px;color:transparent;background:none;border:0'"
+    " onclick=\"document.getElementById('o').textContent='sent'\">Send message</button>"
+    "<p id=o style='position:absolute;top:200px'>idle</p>"
+)
+
+
+@pytest.mark.browser
+@pytest.mark.anyio
+async def test_controls_no_person_could_use_fail_by_default_and_are_flagged_officially(
+    pool: PagePool, tmp_path: Path
+) -> None:
+    """A button under a grey panel, and a button drawn as nothing: the default judge fails the
+    step (covered; not drawn even when hovered); the official rules act on them as the official
+    scripts' browser does, and the step is marked so the report can flag the page."""
+    page = write_page(tmp_path / "page", UNSEEN)
+    for name, assertion in (
+        ("Save draft", "the page shows 'saved'"),
+        ("Send message", "the page shows 'sent'"),
+    ):
+        task = make_task(
+            tmp_path / name,
+            [
+                {
+                    "type": "Click",
+                    "parameters": {"description": f"the '{name}' button"},
+                    "logical_assertion": assertion,
+                }
+            ],
+        )
+        ours = await _replay(pool, task, page, tmp_path / f"{name}-0", DEFAULT)
+        official = await _replay(pool, task, page, tmp_path / f"{name}-1", OFFICIAL)
+        assert ours.success_steps == 0 and ours.actions[0].failure in ("action_error", "element_not_found"), (
+            ours
+        )
+        assert official.success_steps == 1 and official.unseen_steps() == 1, official.actions[0]
+        assert official.actions[0].unseen and ours.unseen_steps() == 0

@@ -1,6 +1,7 @@
 """The offline assertion judge judges what a person sees, on real Chromium pages.
 
-Hidden, covered, transparent and off-screen text does not satisfy an assertion; a bare value is
+Hidden, covered, transparent, filtered, masked, clipped, same-coloured, tiny and off-screen text
+does not satisfy an assertion (legible text in the same styles does); a bare value is
 looked up in the element the assertion names; text already shown before the action is not the
 change an assertion describes; and on a 2048-style game every mutant fails at the step it breaks.
 """
@@ -55,6 +56,33 @@ HIDDEN_SAVED = {
     "faded-out": '<div style="opacity:0.3"><p style="opacity:0.1">Saved</p></div>',
     "outside-viewport": '<p style="position:absolute; left:-3000px">Saved</p>',
     "clipped": '<div style="height:0; overflow:hidden"><p>Saved</p></div>',
+    # the ways a page can write text no person reads (each seen used to game the judge)
+    "filter-opacity": '<div style="filter: opacity(0)"><p>Saved</p></div>',
+    "filter-opacity-percent": '<p style="filter: blur(0px) opacity(2%)">Saved</p>',
+    "masked": '<p style="mask-image: linear-gradient(transparent, transparent)">Saved</p>',
+    "webkit-masked": '<p style="-webkit-mask-image: linear-gradient(rgba(0,0,0,0), transparent)">Saved</p>',
+    "clip-path-inset": '<div style="clip-path: inset(50%)"><p>Saved</p></div>',
+    "clip-path-circle": '<p style="clip-path: circle(0)">Saved</p>',
+    "clip-path-polygon": '<p style="clip-path: polygon(0 0, 0 0, 0 0)">Saved</p>',
+    "same-colour": '<p style="color:#fff">Saved</p>',
+    "same-colour-on-a-panel": '<div style="background:#1e3a8a"><p style="color:#1e3a8a">Saved</p></div>',
+    "nearly-same-colour": '<p style="color:#fbfbfb">Saved</p>',
+    "one-pixel": '<p style="font-size:1px">Saved</p>',
+    "scaled-away": '<p style="transform: scale(0.05); transform-origin: 0 0">Saved</p>',
+}
+
+SHOWN_SAVED = {  # legible text in the same families of style: still read
+    "white-on-navy": '<div style="background:#1e3a8a"><p style="color:#fff">Saved</p></div>',
+    "light-grey": '<p style="color:#9ca3af">Saved</p>',
+    "shadowed-same-colour": '<p style="color:#fff; text-shadow: 0 0 2px #000">Saved</p>',
+    "over-a-picture": (
+        '<div style="position:relative; height:60px; background-image: linear-gradient(#111, #333)">'
+        '<p style="position:absolute; top:0; color:#eee">Saved</p></div>'
+    ),
+    "half-transparent": '<p style="filter: opacity(0.6)">Saved</p>',
+    "soft-mask": '<p style="mask-image: linear-gradient(#000, rgba(0,0,0,0.4))">Saved</p>',
+    "clip-path-round": '<p style="clip-path: inset(0 round 6px)">Saved</p>',
+    "small-print": '<p style="font-size:9px">Saved</p>',
 }
 
 
@@ -68,10 +96,28 @@ async def test_hidden_text_does_not_satisfy_an_assertion(pool: PagePool, tmp_pat
     assert shown.verdict == "yes", shown
 
 
-async def test_text_below_the_fold_is_undetermined_not_yes(pool: PagePool, tmp_path: Path) -> None:
-    after = '<div style="height:2000px"></div><p>Saved</p>'
-    verdict = await _judge(pool, tmp_path, "a message 'Saved' appears", "<p>Draft</p>", after)
+@pytest.mark.parametrize("case", sorted(SHOWN_SAVED))
+async def test_legible_text_satisfies_an_assertion(pool: PagePool, tmp_path: Path, case: str) -> None:
+    verdict = await _judge(pool, tmp_path, "a message 'Saved' appears", "<p>Draft</p>", SHOWN_SAVED[case])
+    assert verdict.verdict == "yes", verdict
+
+
+async def test_text_below_the_fold_is_undetermined_and_far_below_is_not_shown(
+    pool: PagePool, tmp_path: Path
+) -> None:
+    # a little scrolling would show it: the judge cannot tell from the screen
+    near = '<div style="height:400px"></div><p>Saved</p>'
+    verdict = await _judge(pool, tmp_path, "a message 'Saved' appears", "<p>Draft</p>", near)
     assert verdict.verdict == "undetermined" and "outside the viewport" in verdict.reasoning
+    # screens away (a page that hides its words far below a picture): not on the screen a person
+    # judges, as for the official judge, which sees screenshots
+    far = '<div style="height:2000px"></div><p>Saved</p>'
+    verdict = await _judge(pool, tmp_path / "far", "a message 'Saved' appears", "<p>Draft</p>", far)
+    assert verdict.verdict == "no" and "not shown" in verdict.reasoning
+    gone = await _judge(
+        pool, tmp_path / "g", "the message 'Draft' disappears", "<p>Draft</p>", far.replace("Saved", "Draft")
+    )
+    assert gone.verdict == "yes", gone
 
 
 SCORE = '<div style="display:flex; gap:8px"><span>Score</span><b id="score">{score}</b></div>{board}'

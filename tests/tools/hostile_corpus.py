@@ -192,7 +192,49 @@ const headers = fetch(location.href, { method: 'HEAD', cache: 'no-store' }).then
   if (r.headers.get('last-modified')) seen.push('Last-Modified header');
   if (r.headers.get('etag')) seen.push('ETag header');
 }).catch(() => seen.push('HEAD failed'));
-setTimeout(() => headers.then(() => out(seen.length ? 'detected: ' + seen.join(', ') : 'clean')), 50);
+// Every other door to the real date, and what tells a headless browser from a person's.
+const far = (t) => !(Math.abs(t - Date.now()) < 120000);
+if (far(Date.parse(document.lastModified))) seen.push('document.lastModified');
+const dtf = new Intl.DateTimeFormat('en-US');
+if (dtf.format() !== dtf.format(new Date())) seen.push('Intl format()');
+if (dtf.formatToParts().find((p) => p.type === 'year').value !== String(new Date().getFullYear())) {
+  seen.push('Intl formatToParts()');
+}
+if (/headless/i.test(navigator.userAgent)) seen.push('user agent');
+const brands = navigator.userAgentData ? navigator.userAgentData.brands : [];
+if (brands.some((b) => /headless/i.test(b.brand))) seen.push('client hint brands');
+if (outerWidth < innerWidth || outerHeight < innerHeight) seen.push('window smaller than its page');
+if (screen.width < outerWidth || screen.height < outerHeight) seen.push('screen smaller than the window');
+if (typeof RTCPeerConnection !== 'function') seen.push('no RTCPeerConnection');
+const made = document.createElement('iframe');
+document.body.appendChild(made);
+if (far(made.contentWindow.Date.now())) seen.push('new frame clock');
+const heard = (kind) => new Promise((resolve) => {
+  addEventListener('message', (e) => { if (e.data && e.data[0] === kind) resolve(e.data); });
+  setTimeout(() => resolve(null), 3000);
+});
+const sandboxed = heard('sandboxed').then((d) => {
+  if (!d || far(d[1])) seen.push('sandboxed frame clock');
+});
+const frame = document.createElement('iframe');
+frame.sandbox = 'allow-scripts';
+frame.srcdoc = "<script>parent.postMessage(['sandboxed', Date.now()], '*')<" + "/script>";
+document.body.appendChild(frame);
+let drawn = null;
+const worker = new Promise((resolve) => {
+  const code = 'postMessage([Date.now(), new Intl.DateTimeFormat("en-US").format(), Math.random()])';
+  const w = new Worker(URL.createObjectURL(new Blob([code], { type: 'text/javascript' })));
+  w.onmessage = (e) => {
+    if (far(e.data[0])) seen.push('worker clock');
+    if (e.data[1] !== dtf.format()) seen.push('worker Intl');
+    drawn = e.data[2];
+    resolve();
+  };
+  w.onerror = () => { seen.push('worker failed'); resolve(); };
+  setTimeout(() => { seen.push('worker silent'); resolve(); }, 3000);
+});
+Promise.all([headers, sandboxed, worker]).then(() =>
+  out(seen.length ? 'detected: ' + seen.join(', ') : 'clean; worker drew ' + drawn));
 </script></body></html>"""
 )
 
@@ -228,6 +270,81 @@ def _fill(text: str, listener: Listener, other: str) -> str:
         .replace("TCP", str(listener.tcp_port))
         .replace("UDP", str(listener.udp_port))
     )
+
+
+_ONE = """<!doctype html><html><head>%s</head><body><p id="out">sent</p><script>
+const tryit = (f) => { try { f(); } catch (e) {} };
+%s
+</script></body></html>"""
+
+CHANNELS: dict[str, tuple[str, str, str]] = {
+    # name: (head, script, the word the intercept-only warning uses for it)
+    "fetch": ("", "fetch('http://HOST:TCP/fetch', { mode: 'no-cors' }).catch(() => {});", "fetch"),
+    "image": ("", "new Image().src = 'http://HOST:TCP/img.png';", "image"),
+    "frame": (
+        "",
+        "const f = document.createElement('iframe'); f.src = 'http://HOST:TCP/frame';"
+        " document.body.appendChild(f);",
+        "frame load",
+    ),
+    "worker": (
+        "",
+        "tryit(() => new Worker(URL.createObjectURL(new Blob(["
+        "\"fetch('http://HOST:TCP/worker', { mode: 'no-cors' }).catch(() => {})\"]))));",
+        "worker",
+    ),
+    "websocket": ("", "tryit(() => new WebSocket('ws://HOST:TCP/ws'));", "WebSocket"),
+    "event-source": ("", "tryit(() => new EventSource('http://HOST:TCP/sse'));", "EventSource"),
+    "webtransport": ("", "tryit(() => new WebTransport('https://HOST:UDP/wt'));", "WebTransport"),
+    "webrtc": (
+        "",
+        "tryit(() => { const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:HOST:UDP' },"
+        " { urls: 'turn:HOST:TCP?transport=tcp', username: 'u', credential: 'c' }] });"
+        " pc.createDataChannel('x'); pc.createOffer().then((o) => pc.setLocalDescription(o)); });",
+        "WebRTC",
+    ),
+    "webrtc-popup": (
+        "",
+        "document.addEventListener('click', () => { const w = window.open('');"
+        " if (!w) return; tryit(() => { const pc = new w.RTCPeerConnection({ iceServers:"
+        " [{ urls: 'stun:HOST:UDP' }, { urls: 'turn:HOST:TCP?transport=tcp', username: 'u',"
+        " credential: 'c' }] }); pc.createDataChannel('x');"
+        " pc.createOffer().then((o) => pc.setLocalDescription(o)); }); });",
+        "WebRTC",
+    ),
+    "link-hints": (
+        '<link rel="preconnect" href="http://HOST:TCP"><link rel="dns-prefetch" href="http://HOST:TCP">'
+        '<link rel="prefetch" href="http://HOST:TCP/prefetch">'
+        '<link rel="preload" as="image" href="http://HOST:TCP/preload.png">',
+        "",
+        "preconnect",
+    ),
+    "speculation-rules": (
+        '<script type="speculationrules">{"prefetch": [{"source": "list", "urls":'
+        ' ["http://HOST:TCP/speculated"]}]}</script>',
+        "",
+        "speculation",
+    ),
+    "unload-beacon": (
+        "",
+        "const bye = () => { tryit(() => navigator.sendBeacon('http://HOST:TCP/beacon', 'x'));"
+        " tryit(() => fetch('http://HOST:TCP/keepalive', { method: 'POST', body: 'x',"
+        " keepalive: true, mode: 'no-cors' })); };"
+        " addEventListener('pagehide', bye); addEventListener('visibilitychange', bye);",
+        "beacon",
+    ),
+}
+"""One page per way out, each aimed at the listener, for measuring what interception alone lets
+through: name -> (head, script, the word a warning names it by)."""
+
+
+def channel_page(name: str, root: Path, listener: Listener) -> Path:
+    """Write the page of channel ``name`` under ``root/<name>/`` and return its folder."""
+    head, script, _ = CHANNELS[name]
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "index.html").write_text(_fill(_ONE % (head, script), listener, "127.0.0.1"), encoding="utf-8")
+    return folder
 
 
 def hostile_pages(root: Path, listener: Listener) -> dict[str, Path]:

@@ -204,6 +204,61 @@ async def test_a_click_goes_where_the_element_is_on_top_and_a_covered_one_is_ref
         assert "[under]" not in (await tools.observe()).text and "[veil]" not in (await tools.observe()).text
 
 
+DRAWN = """<!doctype html><html><head><style>
+body { margin: 0; font: 16px sans-serif; background: #fff } .row { height: 34px }
+.bare { background: none; border: 0; padding: 0; font: inherit }
+</style></head><body>
+<div class=row><button id=plain>Save</button></div>
+<div class=row><button id=svg-icon class=bare aria-label="Settings"><svg width=16 height=16>
+  <circle cx=8 cy=8 r=6 fill=#333 /></svg></button></div>
+<div class=row><a id=link href="#a">Pricing</a></div>
+<div class=row><span id=css-icon class=bare role=button aria-label="Close"
+  style="display:inline-block;width:16px;height:16px;background:url(data:image/gif;base64,R0lGODlhAQABAAAAACw=)">
+  </span></div>
+<div class=row><input id=field placeholder="Search"></div>
+<div class=row style="background:#1e3a8a"><button id=on-navy class=bare style="color:#fff">Next</button></div>
+<div class=row><button id=transparent-ink class=bare style="color:transparent">Notifications</button></div>
+<div class=row>
+  <button id=white-on-white class=bare style="color:#fff;background:#fff">Appearance</button></div>
+<div class=row><button id=filtered style="filter:opacity(0)">Delete</button></div>
+<div class=row><div style="mask-image:linear-gradient(transparent,transparent)">
+  <button id=masked>Rate 4</button></div></div>
+<div class=row><button id=clipped style="clip-path:inset(50%)">Submit</button></div>
+<div class=row><button id=tiny class=bare style="font-size:2px">Continue</button></div>
+<div class=row><input id=bare-field class=bare style="color:transparent;outline:none" value="milk"></div>
+<div class=row>
+  <a id=empty-link href="#b" aria-label="Home" style="display:inline-block;width:40px;height:16px"></a></div>
+</body></html>"""
+
+
+@pytest.mark.anyio
+async def test_observe_marks_controls_that_draw_nothing_as_not_drawn(
+    pool: PagePool, write_page: Callable[..., Path]
+) -> None:
+    """A control is drawn when it, or what it holds, shows something: a fill, a border, a picture,
+    legible text. Transparent, same-coloured, tiny, filtered, masked and clipped-away controls draw
+    nothing (the judge hovers such a control and acts only if it then shows)."""
+    async with pool.page(
+        PageSpec(page=str(write_page(DRAWN)), viewport=Viewport(width=640, height=600))
+    ) as tools:
+        await tools.tab.evaluate("document.getElementById('bare-field').style.border = '0'")
+        obs = await tools.observe()
+        ids = await tools.tab.evaluate("window.__iwr__.els.map((e) => e.id)")
+    hidden = {ids[e.index] for e in obs.elements if e.hidden}
+    drawn = {ids[e.index] for e in obs.elements if not e.hidden}
+    assert drawn == {"plain", "svg-icon", "link", "css-icon", "field", "on-navy"}, (drawn, hidden)
+    assert hidden == {
+        "transparent-ink",
+        "white-on-white",
+        "filtered",
+        "masked",
+        "clipped",
+        "tiny",
+        "bare-field",
+        "empty-link",
+    }
+
+
 @pytest.mark.anyio
 async def test_emoji_are_drawn_in_colour_not_as_empty_boxes(
     pool: PagePool, write_page: Callable[..., Path]

@@ -59,7 +59,8 @@ class Screen:
     text: str | None
     runs: list[TextRun] | None = None
     offscreen: str = ""
-    """Text on the page that only scrolling would bring into view."""
+    """Text on the page within one screen of the viewport, which a little scrolling would bring into
+    view (farther text is not on the screen a person judges, as for the official screenshot judge)."""
     fields: list[FormField] = field(default_factory=list[FormField])
     """The form fields on screen, with what they hold."""
 
@@ -68,7 +69,13 @@ class Screen:
         """The visible text when given, else the plain page text."""
         if seen is None:
             return cls(text)
-        off = "\n".join(r.text for r in seen.runs if not r.on_screen)
+        h = seen.height or 0
+        near = [
+            r
+            for r in seen.runs
+            if not r.on_screen and (not h or (-h < r.box.y + r.box.height and r.box.y < 2 * h))
+        ]
+        off = "\n".join(r.text for r in near)
         return cls(seen.text, [r for r in seen.runs if r.on_screen], off, list(seen.fields))
 
 
@@ -198,7 +205,7 @@ def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:
         if contains(after, token):
             return "no", f"expected gone, but still shown after the action: {token!r}"
         if contains(new.offscreen, token):
-            return "undetermined", f"{token!r} is still on the page, outside the viewport"
+            return "undetermined", f"{token!r} is still on the page, just outside the viewport"
         return "ok", ""
     scope, subject = _scope(claim, new.runs), " ".join(claim.subject)
     where = after if scope is None else "\n".join(r.text for r in scope)
@@ -214,7 +221,7 @@ def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:
                 f"the {subject} shows {_short(where)!r}, not {token!r} ({token!r} is shown elsewhere)",
             )
         if contains(new.offscreen, token):
-            return "undetermined", f"{token!r} is on the page but outside the viewport"
+            return "undetermined", f"{token!r} is on the page but just outside the viewport"
         return "no", f"not shown after the action: {token!r}"
     if claim.change and not _is_new(claim, old, new, scope):
         return "no", f"{token!r} was already shown before the action, so it is not what changed"

@@ -126,6 +126,9 @@ class Evaluation(BaseModel):
     """Per-action evidence and verdicts."""
     undetermined_rate: float | None = None
     """Share (0-1) of the judged assertions the assertion judge could not decide (None: none judged)."""
+    unseen_steps: int = 0
+    """Successful steps that acted on a control no person could see or reach (official protocol
+    only, which acts on them as the official scripts do): a score that rests on them is flagged."""
 
     @property
     def pair_keys(self) -> list[int]:
@@ -302,6 +305,7 @@ def assemble(
         rubric_errors=sum(1 for r in rubric_results if r is not None and r.error),
         replay=replay,
         undetermined_rate=replay.undetermined_rate(),
+        unseen_steps=replay.unseen_steps(),
     )
 
 

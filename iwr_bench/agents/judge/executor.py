@@ -251,16 +251,33 @@ class Executor:
                 if text is None:
                     raise _Failed("action_error", "the grounder found no text to type in the description")
             try:
-                if text is None:
-                    record.tool_calls.append(f"click({index})")
-                    await tools.click(index)
-                else:
-                    record.tool_calls.append(f"type({index}, {text!r})")
-                    await tools.type(index, text)
+                try:
+                    await self._act(tools, index, text, record, hit=True)
+                except ToolRetry as exc:
+                    if not (str(exc).startswith("covered") and self._acts_unseen):
+                        raise
+                    record.unseen = str(exc)  # the official browser clicks it all the same
+                    await self._act(tools, index, text, record, hit=False)
                 return
             except ToolRetry as exc:
                 if attempt == self.config.retries_on_stale:
                     raise _Failed("action_error", str(exc)) from exc
+
+    @property
+    def _acts_unseen(self) -> bool:
+        return capability(self.policy, ReplayPolicy, "acts_unseen")
+
+    async def _act(
+        self, tools: PageTools, index: int, text: str | None, record: ActionRecord, hit: bool
+    ) -> None:
+        if text is None:
+            record.tool_calls.append(f"click({index})" if hit else f"click({index}, hit=False)")
+            await tools.click(index, hit=hit)
+        else:
+            record.tool_calls.append(
+                f"type({index}, {text!r})" if hit else f"type({index}, {text!r}, hit=False)"
+            )
+            await tools.type(index, text, hit=hit)
 
     async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
         index, observation = await self._ground_once(tools, action, record)
@@ -273,10 +290,10 @@ class Executor:
             index, observation = await self._ground_once(tools, action, record)
             target = next((e for e in observation.elements if e.index == index), None)
             if target is not None and _needs_hover(target):
-                raise _Failed(
-                    "element_not_found",
-                    f"the best match, {target.tag} #{index}, is not drawn and hovering did not show it",
-                )
+                why = f"the best match, {target.tag} #{index}, is not drawn and hovering did not show it"
+                if not self._acts_unseen:
+                    raise _Failed("element_not_found", why)
+                record.unseen = why  # the official browser acts on it all the same
         record._acted_box = target.box if target is not None else None  # pyright: ignore[reportPrivateUsage]
         return index
 

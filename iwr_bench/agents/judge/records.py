@@ -124,6 +124,10 @@ class ActionRecord(BaseModel):
     """Wall time of the action, settling and judging."""
     budget: StepBudget | None = None
     """For a tool-using step judge (``[judge.step]``), its bounds and what it used of them."""
+    unseen: str | None = None
+    """Why no person could have done this action: the control acted on was drawn as nothing even
+    when hovered, or lay under another element. Only a replay policy with ``acts_unseen`` (the
+    official protocol's) acts then; any other fails the action instead."""
     _acted_box: BoundingBox | None = PrivateAttr(default=None)
     """Where the grounded element stood before the action (handed to the assertion judge, not stored)."""
 
@@ -167,6 +171,11 @@ class Replay(BaseModel):
             failure=failure,
             message=message,
         )
+
+    def unseen_steps(self) -> int:
+        """Successful steps that acted on a control no person could see or reach (see
+        ``ActionRecord.unseen``): the page's score rests on them."""
+        return sum(1 for a in self.actions if a.status == "ok" and a.unseen)
 
     def undetermined_rate(self) -> float | None:
         """Share (0-1) of the judged assertions the judge could not decide; None when none was judged."""

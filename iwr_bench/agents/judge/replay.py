@@ -56,6 +56,11 @@ class ReplayPolicy(Protocol):
     unsure_verdict_passes: bool = False
     """Capability: an assertion answered ``error`` or ``undetermined`` counts as a pass, whatever the run's
     ``judge_error``/``undetermined`` policies say."""
+    acts_unseen: bool = False
+    """Capability: a Click or Type acts on a control no person could see or reach (drawn as nothing
+    even when hovered, or under another element), as the official scripts' browser does; the step
+    is marked (``ActionRecord.unseen``) and the report flags the page. Without it such an action
+    fails (``element_not_found``, or ``action_error`` "covered")."""
 
     async def __call__(self, tools: PageTools, action: Action) -> Performed:
         """Perform ``action`` (a Scroll or a Press) on the page; never raise for a failed action
@@ -73,6 +78,7 @@ class DefaultReplay:
     name = "default"
     text_from_grounder = False
     unsure_verdict_passes = False
+    acts_unseen = False
 
     def __init__(self, min_scroll_px: float = 5.0) -> None:
         self.min_scroll_px = min_scroll_px
@@ -110,6 +116,7 @@ class OfficialReplay(DefaultReplay):
     name = "official"
     text_from_grounder = True
     unsure_verdict_passes = True
+    acts_unseen = True
 
     async def __call__(self, tools: PageTools, action: Action) -> Performed:
         """Scroll the window down half its height, or send the key (raw when the name is unknown)."""
