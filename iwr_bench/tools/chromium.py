@@ -340,7 +340,7 @@ class ChromiumBrowser:
         no_webrtc = self.containment != "netns"
         await tab.send(
             "Page.addScriptToEvaluateOnNewDocument",
-            {"source": determinism_script(setup.seed, epoch, no_webrtc, clock=clock)},
+            {"source": determinism_script(setup.seed, epoch, no_webrtc, clock, realm_seed(setup.seed, 0))},
         )
         tab.realm_script = lambda n: determinism_script(realm_seed(setup.seed, n), epoch, no_webrtc)
         await tab.send(

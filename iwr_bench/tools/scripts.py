@@ -204,21 +204,43 @@ _DETERMINISM = r"""
       delete G[name];
     }
   }
+  // A window the page opens starts blank and same-origin, so its opener could read the machine's
+  // clock in it before anything else runs there: it gets the same script (its own seed) at once.
+  if (typeof cfg.popup === 'string' && typeof window !== 'undefined' && typeof window.open === 'function') {
+    const realOpen = window.open;
+    const open = { open(...args) {
+      const w = apply(realOpen, this, args);
+      if (w) {
+        try { apply(w.eval, w, [cfg.popup]); } catch (e) { /* not reachable from here */ }
+      }
+      return w;
+    } }.open;
+    show(open, 'open');
+    defineProperty(window, 'open', { value: open, writable: true, enumerable: true, configurable: true });
+  }
 })();
 """
 
 
 def determinism_script(
-    seed: int, epoch_ms: int | None, no_webrtc: bool = True, clock: SteppedClock | None = None
+    seed: int,
+    epoch_ms: int | None,
+    no_webrtc: bool = True,
+    clock: SteppedClock | None = None,
+    popup_seed: int | None = None,
 ) -> str:
     """The script for every realm a page creates (its documents, frames, popups and workers):
     seeded ``Math.random``, the fixed clock start (``Date``, ``performance.timeOrigin``, ``Intl``'s
     formatting of "now", ``document.lastModified``), no WebRTC when ``no_webrtc``, and with
-    ``clock`` a stepped page clock in the top document (``epoch_ms`` is then required)."""
+    ``clock`` a stepped page clock in the top document (``epoch_ms`` is then required). With
+    ``popup_seed``, each window the page opens gets the same script at once, seeded so."""
     if clock is not None and epoch_ms is None:
         raise ValueError("a stepped clock needs a fixed start (epoch_ms)")
     stepped = None if clock is None else {"name": clock.name, "step": clock.step_ms}
-    cfg = json.dumps({"seed": seed, "epoch": epoch_ms, "noWebrtc": no_webrtc, "clock": stepped})
+    popup = None if popup_seed is None else determinism_script(popup_seed, epoch_ms, no_webrtc)
+    cfg = json.dumps(
+        {"seed": seed, "epoch": epoch_ms, "noWebrtc": no_webrtc, "clock": stepped, "popup": popup}
+    )
     return _DETERMINISM % {"cfg": cfg}
 
 

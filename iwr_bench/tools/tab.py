@@ -329,8 +329,8 @@ class CdpTab:
     def _pinned(self, kind: str, session_id: str) -> Callable[[], Awaitable[None]]:
         """What puts the page's pinned clock and seeded randomness into a new realm held at start. A
         frame in a process of its own gets it in each document it loads (frames in the page's
-        process, sandboxed ones included, get the page's own script; a popup is closed at once and
-        gets nothing, so its opener can still read the machine's clock in it). A dedicated worker is
+        process, sandboxed ones included, get the page's own script, and a window the page opens
+        gets it from ``window.open`` itself). A dedicated worker is
         stopped before its first script (an instrumentation breakpoint: evaluating in a worker held
         at start would wait for it to run), the script is evaluated there
         (:meth:`on_realm_paused`), and the worker goes on. Realms are numbered in the order they

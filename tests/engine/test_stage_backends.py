@@ -73,3 +73,19 @@ def test_a_lost_worker_is_recorded_as_worker_lost(tmp_path: Path) -> None:
         assert "died 3 times" in row.message
     finally:
         store.close()
+
+
+def test_remote_tools_take_what_page_tools_take() -> None:
+    """The Ray backend's proxy has every public tool of :class:`PageTools`, with the same
+    parameters and defaults (a new parameter added to one and not the other broke Ray runs)."""
+    import inspect
+
+    from iwr_bench.engine.backends.ray_remote import RemoteTools
+    from iwr_bench.tools.tools import PageTools
+
+    def params(fn: object) -> list[tuple[str, object]]:
+        return [(p.name, p.default) for p in inspect.signature(fn).parameters.values()]  # type: ignore[arg-type]
+
+    for name, fn in inspect.getmembers(PageTools, inspect.iscoroutinefunction):
+        if not name.startswith("_"):
+            assert params(getattr(RemoteTools, name)) == params(fn), name

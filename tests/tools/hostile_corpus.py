@@ -162,7 +162,12 @@ DETECT = (
     """<!doctype html><html><body>"""
     + _REPORT
     + """
-<button id="real" onclick="out('real clicked')">real</button><script>
+<button id="real" onclick="clicked()">real</button><script>
+// A window the page opens: its clock is the page's from the first moment.
+const clicked = () => {
+  const w = window.open('');
+  out('real clicked' + (w && Math.abs(w.Date.now() - Date.now()) > 120000 ? ', popup clock' : ''));
+};
 const seen = [];
 const look = () => {
   if ('__iwr__' in window || window.__iwr__ !== undefined) seen.push('__iwr__');

@@ -94,7 +94,7 @@ async def _memory_bound(
 
 async def test_page_cannot_see_or_steer_the_judge(pool: PagePool, write_page: Callable[..., Path]) -> None:
     """The detection page looks for the judge (its globals, replaced functions, the real date in
-    every realm: workers, new and sandboxed frames, Intl, document.lastModified, the server's
+    every realm: workers, new and sandboxed frames, popups, Intl, document.lastModified, the server's
     headers; a headless user agent, window and screen sizes at odds with the page, a missing
     RTCPeerConnection) and finds none; a worker's randomness is seeded (the same on a reload)."""
     drawn = []
@@ -110,7 +110,7 @@ async def test_page_cannot_see_or_steer_the_judge(pool: PagePool, write_page: Ca
             after = await tools.observe()
             ours = await tools.tab.evaluate("typeof window.__iwr__.els")
         assert "clean" in obs.text, obs.text
-        assert "real clicked" in after.text
+        assert "real clicked" in after.text and "popup clock" not in after.text, after.text
         assert ours == "object"
         drawn.append(obs.text.split("worker drew ", 1)[1].split()[0])
     assert drawn[0] == drawn[1], drawn

@@ -132,13 +132,13 @@ class RemoteTools:
         """See :meth:`PageTools.text_snapshot`."""
         return await self.call("text_snapshot", max_chars)
 
-    async def click(self, index: int) -> ActionResult:
+    async def click(self, index: int, hit: bool = True) -> ActionResult:
         """See :meth:`PageTools.click`."""
-        return await self.call("click", index)
+        return await self.call("click", index, hit)
 
-    async def type(self, index: int, text: str) -> ActionResult:
+    async def type(self, index: int, text: str, hit: bool = True) -> ActionResult:
         """See :meth:`PageTools.type`."""
-        return await self.call("type", index, text)
+        return await self.call("type", index, text, hit)
 
     async def press(self, key: str) -> ActionResult:
         """See :meth:`PageTools.press`."""
