@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 import os
 import platform
-import subprocess
 import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
@@ -48,6 +47,7 @@ from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import build
+from iwr_bench.tools.chromium import chromium_version as version_of
 from iwr_bench.tools.jail import containment_level
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
@@ -90,12 +90,7 @@ def package_versions() -> dict[str, str]:
 
 def chromium_version() -> str:
     """``chromium --version``, or why it is unknown."""
-    binary = os.environ.get("IWR_CHROMIUM", "/usr/bin/chromium")
-    try:
-        done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"unknown ({exc})"
-    return (done.stdout or done.stderr).strip() or "unknown"
+    return version_of(os.environ.get("IWR_CHROMIUM", "/usr/bin/chromium"))
 
 
 def preload_libraries() -> None:

@@ -30,19 +30,17 @@ from __future__ import annotations
 
 import html
 import json
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from iwr_bench.agents.judge.claims import QUOTED
 from iwr_bench.dataset.layout import Task
-
-_QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|‘([^’]{1,80})’|“([^”]{1,80})”")
 
 
 def _quoted(text: str | None) -> list[str]:
-    """The quoted spans of ``text`` (what a judge looks for on the page)."""
-    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text or "")]
+    """The quoted spans of ``text``, found as the assertion judge finds them."""
+    return QUOTED.findall(text or "")
 
 
 def _words(task: Task) -> list[str]:
@@ -114,12 +112,12 @@ def _page(task: Task, body: str, style: str, pictures: list[str], on_next: str =
     )
 
 
-def _buttons(task: Task, attrs: str = "") -> str:
+def _buttons(task: Task) -> str:
     rows = []
     for i, (name, label) in enumerate(_controls(task)):
         top = 20 + 36 * i
         rows.append(
-            f'<button class="cheat" style="left:20px;top:{top}px" aria-label="{html.escape(label)}"{attrs}>'
+            f'<button class="cheat" style="left:20px;top:{top}px" aria-label="{html.escape(label)}">'
             f"{html.escape(name)}</button>"
         )
     rows.append('<input class="cheat" style="left:20px;top:4px" aria-label="text">')

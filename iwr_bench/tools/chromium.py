@@ -58,16 +58,21 @@ def realm_seed(seed: int, n: int) -> int:
 
 
 @cache
-def user_agent(executable: str) -> str | None:
-    """The user agent a desktop Chromium of this build sends (headless mode says
-    ``HeadlessChrome``); None when the version cannot be read."""
+def chromium_version(executable: str) -> str:
+    """``<executable> --version`` ("Chromium 156.0.7500.1 built on Debian ..."), or why it is unknown."""
     try:
         done = subprocess.run(
             [executable, "--version"], capture_output=True, text=True, timeout=20, check=False
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    found = re.search(r"(\d+)\.\d+\.\d+\.\d+", done.stdout or "")
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc})"
+    return (done.stdout or done.stderr).strip() or "unknown"
+
+
+def user_agent(executable: str) -> str | None:
+    """The user agent a desktop Chromium of this build sends (headless mode says
+    ``HeadlessChrome``); None when the version cannot be read."""
+    found = re.search(r"(\d+)\.\d+\.\d+\.\d+", chromium_version(executable))
     if found is None:
         return None
     return (

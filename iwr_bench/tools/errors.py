@@ -23,6 +23,12 @@ class ToolRetry(ToolError):
     """Tool misuse the agent can correct (bad index, stale element list, unknown key)."""
 
 
+COVERED = "covered: "
+"""How the message of a :class:`ToolRetry` starts when the element to click or type into lies
+under another everywhere on screen (the message, not a subclass, carries it: a Ray worker sends
+tool errors back as messages)."""
+
+
 class PageFailure(ToolError):
     """The page or its browser failed; the page is no longer usable.
 

@@ -362,6 +362,8 @@ const seen = (() => {  // what a person can see of an element; shared by observe
     return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
   };
   const over = (top, a, under) => [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a));
+  const inX = (v) => Math.min(Math.max(v, 0), innerWidth - 1);  // a point inside the viewport
+  const inY = (v) => Math.min(Math.max(v, 0), innerHeight - 1);
   const PICTURES = new Set(['IMG', 'CANVAS', 'VIDEO', 'IFRAME', 'OBJECT', 'EMBED', 'svg', 'SVG', 'PICTURE']);
   const root = document.documentElement, body = document.body;
   const canvas = () => {  // the colour the viewport is cleared to (the root's, else the body's)
@@ -431,9 +433,7 @@ const seen = (() => {  // what a person can see of an element; shared by observe
     const bg = rgba(s.backgroundColor);
     if (!bg) return true;
     if (bg[3] < 0.1) return false;
-    const x = Math.min(Math.max(r.left + r.width / 2, 0), innerWidth - 1);
-    const y = Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1);
-    const under = behind(e, x, y);
+    const under = behind(e, inX(r.left + r.width / 2), inY(r.top + r.height / 2));
     return !under || contrast(over(bg, bg[3] * opacity(e), under), under) >= 1.03;
   };
   const range = document.createRange();
@@ -457,8 +457,7 @@ const seen = (() => {  // what a person can see of an element; shared by observe
               (pb && pb[3] >= 0.1)) return true;
         }
         if ((e.tagName === 'INPUT' || e.tagName === 'TEXTAREA') && (e.value || e.placeholder) &&
-            legible(e, Math.min(Math.max(r.left + 4, 0), innerWidth - 1),
-                    Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1))) return true;
+            legible(e, inX(r.left + 4), inY(r.top + r.height / 2))) return true;
       }
       for (const n of e.childNodes) {
         if (n.nodeType === 3) {
@@ -466,9 +465,7 @@ const seen = (() => {  // what a person can see of an element; shared by observe
           range.selectNodeContents(n);
           for (const t of Array.from(range.getClientRects()).slice(0, 3)) {
             if (t.width < 1 || t.height < 1) continue;
-            const x = Math.min(Math.max(t.left + t.width / 2, 0), innerWidth - 1);
-            const y = Math.min(Math.max(t.top + t.height / 2, 0), innerHeight - 1);
-            if (legible(e, x, y, t.height)) return true;
+            if (legible(e, inX(t.left + t.width / 2), inY(t.top + t.height / 2), t.height)) return true;
           }
         } else if (n.nodeType === 1 && visit(n)) {
           return true;
@@ -479,14 +476,16 @@ const seen = (() => {  // what a person can see of an element; shared by observe
     };
     return visit(el);
   };
-  return { css, rgba, opacity, legible, draws, behind };
+  return { css, rgba, opacity, legible, draws, behind, textClip };
 })();
 """
 """JavaScript defining ``seen``: ``seen.opacity(el)`` (what opacity, ``filter: opacity()``, an
 all-transparent mask and an empty ``clip-path`` leave of ``el``, along its ancestors),
 ``seen.legible(el, x, y, height)`` (text that stands out from the plain colour behind it, at least
-4 px high) and ``seen.draws(el)`` (``el`` or what it holds shows anything at all). The observe and
-visible-text scripts use it, so the judge finds and reads only what a person could see."""
+4 px high), ``seen.draws(el)`` (``el`` or what it holds shows anything at all), ``seen.css(el)``
+(computed styles, cached for one script run) and ``seen.textClip(el)`` (gradient text). The
+observe and visible-text scripts use it, so the judge finds and reads only what a person could
+see."""
 
 _OBSERVE = r"""
 (() => {
@@ -846,12 +845,8 @@ _VISIBLE_TEXT = r"""
   sheet.replaceSync('*, *::before, *::after { pointer-events: auto !important; }');
   const sheets = [...document.adoptedStyleSheets];  // a copy: the property is a live array
   document.adoptedStyleSheets = [...sheets, sheet];
-  const styles = new Map();
-  const style = (el) => {
-    let s = styles.get(el);
-    if (!s) { s = getComputedStyle(el); styles.set(el, s); }
-    return s;
-  };
+  %(seen)s
+  const style = seen.css;
   const alpha = (c) => {
     if (!c || c === 'transparent') return 0;
     const m = c.match(/rgba?\(([^)]*)\)/);
@@ -867,23 +862,15 @@ _VISIBLE_TEXT = r"""
   const opaqueTags = new Set(['IMG', 'CANVAS', 'VIDEO', 'SVG', 'IFRAME', 'INPUT', 'TEXTAREA', 'SELECT',
     'OBJECT', 'EMBED', 'svg']);
   const paints = (el) => {  // whether el paints something over what lies beneath it
-    if (opaqueTags.has(el.tagName)) return cumOpacity(el) > 0.05;
+    if (opaqueTags.has(el.tagName)) return seen.opacity(el) > 0.05;
     const s = style(el);
-    return (alpha(s.backgroundColor) >= 0.1 || s.backgroundImage !== 'none') && cumOpacity(el) > 0.05;
+    return (alpha(s.backgroundColor) >= 0.1 || s.backgroundImage !== 'none') && seen.opacity(el) > 0.05;
   };
   // visibility is inherited (a visible child of a hidden parent shows); display: none leaves no boxes.
   const shown = (el) => style(el).visibility === 'visible';
-  %(seen)s
-  const cumOpacity = seen.opacity;  // opacity, filters, masks and clip-path, along the ancestor chain
-
   const fillAlpha = (el) => {
     const s = style(el);
-    const fill = s.webkitTextFillColor || s.color;
-    if (alpha(fill) > 0.05) return true;
-    for (let a = el, k = 0; a && k < 4; a = a.parentElement, k++) {
-      if ((style(a).webkitBackgroundClip || style(a).backgroundClip) === 'text') return true;
-    }
-    return false;
+    return alpha(s.webkitTextFillColor || s.color) > 0.05 || seen.textClip(el);
   };
   const meet = (a, b) => ({ left: Math.max(a.left, b.left), top: Math.max(a.top, b.top),
                             right: Math.min(a.right, b.right), bottom: Math.min(a.bottom, b.bottom) });
@@ -1016,7 +1003,7 @@ _VISIBLE_TEXT = r"""
       if (++nodes > MAXNODES) { truncated = true; break; }
       const el = n.parentElement;
       if (!el || ['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TITLE'].includes(el.tagName)) continue;
-      if (!shown(el) || cumOpacity(el) <= 0.05 || !fillAlpha(el)) continue;
+      if (!shown(el) || seen.opacity(el) <= 0.05 || !fillAlpha(el)) continue;
       range.selectNodeContents(n);
       let box = null, off = null;
       for (const r of Array.from(range.getClientRects()).slice(0, 6)) {
@@ -1060,7 +1047,7 @@ _VISIBLE_TEXT = r"""
     for (const el of Array.from(document.querySelectorAll('input,textarea,select')).slice(0, 200)) {
       if (fields.length >= 40) break;
       if (el.tagName === 'INPUT' && SKIP.includes(el.type)) continue;
-      if (!shown(el) || cumOpacity(el) <= 0.05 || !seen.draws(el)) continue;
+      if (!shown(el) || seen.opacity(el) <= 0.05 || !seen.draws(el)) continue;
       const b = el.getBoundingClientRect();
       if (b.width < 4 || b.height < 4 || b.bottom <= 0 || b.right <= 0 || b.top >= H || b.left >= W) continue;
       const { kept } = clips(el, b);

@@ -80,7 +80,7 @@ class CdpTab:
         self._worker_kinds: dict[str, str] = {}
         self.realm_script: Callable[[int], str] | None = None
         """The determinism script for the n-th realm the page creates besides its own document (a
-        worker, an out-of-process frame, a popup), each with a seed of its own; set by the browser."""
+        dedicated worker, an out-of-process frame), each with a seed of its own; set by the browser."""
         self._realms = 0
         self._held_scripts: dict[str, str] = {}
         self._judge_context: str | None = None
@@ -304,8 +304,8 @@ class CdpTab:
         pinned = self._pinned(kind, session_id)
 
         async def setup() -> None:
-            await pinned()
             for method, params in (
+                *pinned,
                 ("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}),
                 ("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}),
                 (
@@ -326,39 +326,26 @@ class CdpTab:
 
         self._spawn(setup)
 
-    def _pinned(self, kind: str, session_id: str) -> Callable[[], Awaitable[None]]:
-        """What puts the page's pinned clock and seeded randomness into a new realm held at start. A
-        frame in a process of its own gets it in each document it loads (frames in the page's
-        process, sandboxed ones included, get the page's own script, and a window the page opens
-        gets it from ``window.open`` itself). A dedicated worker is
-        stopped before its first script (an instrumentation breakpoint: evaluating in a worker held
-        at start would wait for it to run), the script is evaluated there
-        (:meth:`on_realm_paused`), and the worker goes on. Realms are numbered in the order they
-        attach, each with a seed of its own."""
-        if self.realm_script is None:
-            return _nothing
+    def _pinned(self, kind: str, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """The CDP calls that put the page's pinned clock and seeded randomness into a new realm held
+        at start, before it runs. A frame in a process of its own gets it in each document it loads
+        (frames in the page's process, sandboxed ones included, get the page's own script, and a
+        window the page opens gets it from ``window.open`` itself). A dedicated worker is stopped
+        before its first script (an instrumentation breakpoint: evaluating in a worker held at
+        start would wait for it to run), the script is evaluated there (:meth:`on_realm_paused`),
+        and the worker goes on. Realms are numbered in the order they attach, each with a seed of
+        its own. Shared and service workers get nothing."""
+        if self.realm_script is None or kind not in ("iframe", "worker"):
+            return []
         self._realms += 1
         source = self.realm_script(self._realms)
         if kind == "iframe":
-            calls = [("Page.addScriptToEvaluateOnNewDocument", {"source": source})]
-        elif kind == "worker":
-            self._held_scripts[session_id] = source
-            calls = [
-                ("Debugger.enable", {}),
-                ("Debugger.setInstrumentationBreakpoint", {"instrumentation": "beforeScriptExecution"}),
-            ]
-        else:  # shared and service workers (the sandbox refuses their scripts from elsewhere)
-            return _nothing
-
-        async def install() -> None:
-            for method, params in calls:
-                try:
-                    await self.client.send_raw(method, params, session_id)
-                except (RuntimeError, ConnectionError):
-                    self._held_scripts.pop(session_id, None)
-                    return
-
-        return install
+            return [("Page.addScriptToEvaluateOnNewDocument", {"source": source})]
+        self._held_scripts[session_id] = source
+        return [
+            ("Debugger.enable", {}),
+            ("Debugger.setInstrumentationBreakpoint", {"instrumentation": "beforeScriptExecution"}),
+        ]
 
     def on_realm_paused(self, event: Mapping[str, Any], session_id: str) -> None:
         """Debugger.paused in a dedicated worker of this page, before its first script: evaluate the
@@ -482,7 +469,3 @@ class CdpTab:
                 return
 
         self._spawn(send)
-
-
-async def _nothing() -> None:
-    return None

@@ -17,7 +17,7 @@ import anyio
 
 from iwr_bench.tools import scripts
 from iwr_bench.tools.browser import Tab
-from iwr_bench.tools.errors import PageFailure, ToolRetry
+from iwr_bench.tools.errors import COVERED, PageFailure, ToolRetry
 from iwr_bench.tools.keys import key_events
 from iwr_bench.tools.models import (
     ActionResult,
@@ -153,7 +153,7 @@ class PageTools:
             raise ToolRetry(f"element {index} is no longer on the page; call observe again")
         if error == "covered":
             raise ToolRetry(
-                f"covered: {value.get('tag', '')}#{index} is under {value.get('by', 'something')} at every "
+                f"{COVERED}{value.get('tag', '')}#{index} is under {value.get('by', 'something')} at every "
                 "point of it on screen, so a click there would reach that instead"
             )
         return float(value["x"]), float(value["y"]), str(value.get("tag", ""))
@@ -163,6 +163,16 @@ class PageTools:
         await self.tab.mouse("mousePressed", x, y, button="left", clicks=1)
         await self.tab.mouse("mouseReleased", x, y, button="left", clicks=1)
 
+    async def _press_on(self, index: int, hit: bool) -> tuple[float, float, str]:
+        """Click element ``index``: with the mouse where it is on top, or (``hit=False``) with a
+        click event sent to the element itself; (x, y, tag) of the point aimed at."""
+        x, y, tag = await self._point(index, hit=hit)
+        if hit:
+            await self._click_at(x, y)
+        else:  # a click event sent to the element itself, as a script would send it
+            await self.tab.evaluate(scripts.element_click_script(index))
+        return x, y, tag
+
     async def click(self, index: int, hit: bool = True) -> ActionResult:
         """Click element ``index`` from the last ``observe`` where it is on top (its centre when
         nothing covers that), then wait to settle; a covered element raises :class:`ToolRetry`.
@@ -170,11 +180,7 @@ class PageTools:
         scripts' browser does when its click is intercepted."""
 
         async def body() -> ActionResult:
-            x, y, tag = await self._point(index, hit=hit)
-            if hit:
-                await self._click_at(x, y)
-            else:  # a click event sent to the element itself, as a script would send it
-                await self.tab.evaluate(scripts.element_click_script(index))
+            x, y, tag = await self._press_on(index, hit)
             return await self._settled("click", f"{tag}#{index} at ({x:.0f}, {y:.0f})", "action")
 
         return await self._guard("click", body)
@@ -184,11 +190,7 @@ class PageTools:
         element is clicked first, where it is on top, as :meth:`click`)."""
 
         async def body() -> ActionResult:
-            x, y, tag = await self._point(index, hit=hit)
-            if hit:
-                await self._click_at(x, y)
-            else:
-                await self.tab.evaluate(scripts.element_click_script(index))
+            _, _, tag = await self._press_on(index, hit)
             await self.tab.evaluate(scripts.point_script(index, select=True))
             for char in text:
                 if char == "\n":

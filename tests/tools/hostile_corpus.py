@@ -282,6 +282,17 @@ const tryit = (f) => { try { f(); } catch (e) {} };
 %s
 </script></body></html>"""
 
+
+def _peer(constructor: str) -> str:
+    """Script opening a WebRTC connection with ``constructor`` towards the listener (STUN over UDP,
+    TURN over TCP)."""
+    return (
+        f"tryit(() => {{ const pc = new {constructor}({{ iceServers: [{{ urls: 'stun:HOST:UDP' }},"
+        " { urls: 'turn:HOST:TCP?transport=tcp', username: 'u', credential: 'c' }] });"
+        " pc.createDataChannel('x'); pc.createOffer().then((o) => pc.setLocalDescription(o)); });"
+    )
+
+
 CHANNELS: dict[str, tuple[str, str, str]] = {
     # name: (head, script, the word the intercept-only warning uses for it)
     "fetch": ("", "fetch('http://HOST:TCP/fetch', { mode: 'no-cors' }).catch(() => {});", "fetch"),
@@ -301,20 +312,12 @@ CHANNELS: dict[str, tuple[str, str, str]] = {
     "websocket": ("", "tryit(() => new WebSocket('ws://HOST:TCP/ws'));", "WebSocket"),
     "event-source": ("", "tryit(() => new EventSource('http://HOST:TCP/sse'));", "EventSource"),
     "webtransport": ("", "tryit(() => new WebTransport('https://HOST:UDP/wt'));", "WebTransport"),
-    "webrtc": (
-        "",
-        "tryit(() => { const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:HOST:UDP' },"
-        " { urls: 'turn:HOST:TCP?transport=tcp', username: 'u', credential: 'c' }] });"
-        " pc.createDataChannel('x'); pc.createOffer().then((o) => pc.setLocalDescription(o)); });",
-        "WebRTC",
-    ),
+    "webrtc": ("", _peer("RTCPeerConnection"), "WebRTC"),
     "webrtc-popup": (
         "",
-        "document.addEventListener('click', () => { const w = window.open('');"
-        " if (!w) return; tryit(() => { const pc = new w.RTCPeerConnection({ iceServers:"
-        " [{ urls: 'stun:HOST:UDP' }, { urls: 'turn:HOST:TCP?transport=tcp', username: 'u',"
-        " credential: 'c' }] }); pc.createDataChannel('x');"
-        " pc.createOffer().then((o) => pc.setLocalDescription(o)); }); });",
+        "document.addEventListener('click', () => { const w = window.open(''); if (!w) return; "
+        + _peer("w.RTCPeerConnection")
+        + " });",
         "WebRTC",
     ),
     "link-hints": (

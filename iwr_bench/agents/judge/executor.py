@@ -47,7 +47,7 @@ from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import Action, typed_text
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import capability
-from iwr_bench.tools.errors import PageFailure, ToolRetry
+from iwr_bench.tools.errors import COVERED, PageFailure, ToolRetry
 from iwr_bench.tools.models import Element, Observation, PageSpec, Viewport, VisibleText
 from iwr_bench.tools.pool import PagePool
 from iwr_bench.tools.tools import PageTools
@@ -254,7 +254,7 @@ class Executor:
                 try:
                     await self._act(tools, index, text, record, hit=True)
                 except ToolRetry as exc:
-                    if not (str(exc).startswith("covered") and self._acts_unseen):
+                    if not (str(exc).startswith(COVERED) and self._acts_unseen):
                         raise
                     record.unseen = str(exc)  # the official browser clicks it all the same
                     await self._act(tools, index, text, record, hit=False)
