@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast lint typecheck format bench suite
+.PHONY: setup demo test test-fast lint typecheck format bench suite real-suite
 
 setup:
 	@bash scripts/setup.sh
@@ -36,3 +36,7 @@ bench: setup
 suite: setup
 	$(BIN)/python iwr_bench/suites/sources/draw_images.py
 	$(BIN)/python -m iwr_bench.suites.build
+
+# Real open-source apps from pinned npm packages, recorded into ~/.cache/iwr-bench/real-apps (README).
+real-suite: setup
+	$(BIN)/python -m iwr_bench.suites.real_apps

@@ -36,8 +36,17 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PY" -m venv "$VENV"
 fi
 
+# The real-app suite's npm packages (pinned, a few MB), so that building it later works offline.
+fetch_real_apps() {
+  ls "${IWR_BENCH_CACHE_DIR:-$HOME/.cache/iwr-bench}"/real-apps/npm/*/.verified >/dev/null 2>&1 && return 0
+  say "downloading the real-app suite's npm packages"
+  "$VENV/bin/python" -m iwr_bench.suites.real_apps --fetch-only ||
+    say "warning: could not download them now (make real-suite tries again)"
+}
+
 want=$(cat pyproject.toml requirements.lock | sha256sum | cut -d' ' -f1)
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && "$VENV/bin/python" -c "import iwr_bench" 2>/dev/null; then
+  fetch_real_apps
   exit 0
 fi
 say "installing Python packages (one resolver pass, pinned by requirements.lock)"
@@ -45,4 +54,5 @@ say "installing Python packages (one resolver pass, pinned by requirements.lock)
 # torch comes as the CPU wheel (torch==2.13.0+cpu); see README for GPU machines.
 "$VENV/bin/python" -m pip install -q -c requirements.lock -e ".[dev]"
 echo "$want" > "$STAMP"
+fetch_real_apps
 say "done"

@@ -72,7 +72,9 @@ _STOP = frozenset(
 _ROLE_WORDS: dict[str, frozenset[str]] = {
     "button": frozenset({"button", "btn"}),
     "link": frozenset({"link", "hyperlink"}),
-    "textbox": frozenset({"input", "field", "box", "textbox", "searchbox", "search", "bar", "textarea"}),
+    "textbox": frozenset(
+        {"input", "field", "box", "textbox", "searchbox", "search", "bar", "textarea", "editor", "writing"}
+    ),
     "checkbox": frozenset({"checkbox", "check", "toggle", "switch", "tick"}),
     "combobox": frozenset({"dropdown", "select", "menu", "combobox", "picker"}),
     "tab": frozenset({"tab"}),
@@ -354,13 +356,18 @@ class HeuristicGrounder:
             key=lambda pair: (-round(ranked[pair[1].index], 6), not pair[1].in_viewport, pair[1].index)
         )
         best_score, best = self._apply_ordinal(desc, scored)
+        best_score, best = self._control_inside(desc, scored, best_score, best)
         candidates = [
             Candidate(index=el.index, score=round(s, 4), label=element_label(el)) for s, el in scored[:5]
         ]
         editable = [el for el in elements if is_editable(el) and el.in_viewport and not el.hidden]
         unquoted = not split_quoted(desc)[0]  # a quoted label that nothing shows is a real miss
-        if best_score < self.threshold and request.action_type == "Type" and unquoted and len(editable) == 1:
-            only = editable[0]  # "the new todo box": the one box on screen a person can type in
+        names_box = request.action_type == "Type" or (
+            request.action_type == "Click" and bool(_ROLE_WORDS["textbox"] & set(_words(desc)))
+        )
+        if best_score < self.threshold and names_box and unquoted and len(editable) == 1:
+            # "the new todo box", "the writing area": the one box on screen a person can type in
+            only = editable[0]
             own = next(s for s, el in scored if el.index == only.index)
             return Grounding(
                 index=only.index,
@@ -453,6 +460,39 @@ class HeuristicGrounder:
             score *= 0.8
         return min(1.0, score)
 
+    def _control_inside(
+        self, desc: str, scored: list[tuple[float, Element]], best_score: float, best: Element
+    ) -> tuple[float, Element]:
+        """The control inside the winner that the description means, when the winner only holds it.
+
+        "the ✖ on the 'Saved' notification": the notification wins on its quoted text, but a person
+        clicks the ✖ drawn inside it. A smaller element inside the winner's box whose own label
+        is part of the winner's, that matches well enough on its own, and that lacks the quoted
+        text (a landmark, then) is taken instead.
+        """
+        quoted = [q for q in split_quoted(desc)[0] if q]
+        label = element_label(best).lower()
+        landmarks = [q for q in quoted if q in label]
+        if not landmarks:
+            return best_score, best
+        outer = best.box
+        inside = [
+            (s, el)
+            for s, el in scored
+            if el.index != best.index
+            and s >= self.threshold
+            and not el.hidden
+            and (own := element_label(el).lower().strip())
+            and own in label
+            and not any(q in own for q in landmarks)
+            and el.box.width * el.box.height < outer.width * outer.height
+            and el.box.x >= outer.x - 1
+            and el.box.y >= outer.y - 1
+            and el.box.x + el.box.width <= outer.x + outer.width + 1
+            and el.box.y + el.box.height <= outer.y + outer.height + 1
+        ]
+        return max(inside, key=lambda pair: pair[0]) if inside else (best_score, best)
+
     @staticmethod
     def _apply_ordinal(desc: str, scored: list[tuple[float, Element]]) -> tuple[float, Element]:
         """Pick among equally good elements with the same label by an ordinal word ("second")."""
@@ -528,10 +568,14 @@ _GLYPH_MEANINGS = {
     "\u2764": "like favourite",
     "+": "add plus new",
     "\u2212": "minus remove",
-    "\u2713": "check done",
-    "\u2714": "check done",
-    "\u2190": "back previous",
-    "\u2192": "next forward",
+    "\u2713": "check done tick",
+    "\u2714": "check done tick",
+    "\u2190": "back previous arrow",
+    "\u2192": "next forward arrow",
+    "\u2039": "back previous arrow",
+    "\u203a": "next forward arrow",
+    "\u00ab": "first back previous arrow",
+    "\u00bb": "last next forward arrow",
 }
 """What people call the commonest icon glyphs, beside their Unicode names (escaped, since the
 glyphs themselves may not render in an editor)."""
@@ -546,7 +590,9 @@ def glyph_words(text: str) -> str:
         return ""
     words: list[str] = []
     for c in chars:
-        words.extend(w for w in unicodedata.name(c, "").lower().split() if w not in _GLYPH_NOISE)
+        words.extend(
+            w for w in re.split(r"[\s-]+", unicodedata.name(c, "").lower()) if w and w not in _GLYPH_NOISE
+        )
         words.extend(_GLYPH_MEANINGS.get(c, "").split())
     return " ".join(dict.fromkeys(words))
 

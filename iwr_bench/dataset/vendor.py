@@ -149,12 +149,29 @@ def _npm_file(url: str) -> tuple[str, str] | None:
     prefix = _NPM_CDNS.get((parts.hostname or "").lower())
     if prefix is None or not parts.path.startswith(prefix):
         return None
-    rest = unquote(parts.path[len(prefix) :]).split("/")
+    rest = unquote(parts.path[len(prefix) :]).rstrip("/").split("/")
     count = 2 if rest and rest[0].startswith("@") else 1  # @scope/name
-    if len(rest) <= count:
+    if len(rest) < count or not rest[count - 1]:
         return None
     name = "/".join(rest[:count]).rsplit("@", 1)[0] if "@" in rest[count - 1][1:] else "/".join(rest[:count])
-    return name, "/".join(rest[count:])
+    return name, "/".join(rest[count:])  # "" for the package itself (its entry file)
+
+
+_ENTRY_FIELDS = ("jsdelivr", "unpkg", "browser", "main")
+"""package.json fields the npm CDNs read, in order, for a URL that names only the package."""
+
+
+def _package_entry(package_dir: Path) -> str | None:
+    """The file an npm CDN serves for the bare package URL, relative to ``package_dir``."""
+    try:
+        meta = json.loads((package_dir / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for key in _ENTRY_FIELDS:
+        value = meta.get(key) if isinstance(meta, dict) else None
+        if isinstance(value, str) and value.strip():
+            return posixpath.normpath(value.strip()).lstrip("/")
+    return "index.js"
 
 
 def _inside(root: Path, rel: str) -> Path | None:
@@ -172,14 +189,16 @@ def find_in_folder(folder: Path, url: str) -> Path | None:
     npm = _npm_file(url)
     if npm is not None:
         name, inner = npm
-        candidates += [f"{name}/{inner}", f"node_modules/{name}/{inner}"]
         package = folder / "package.json"
         try:
             own = json.loads(package.read_text()).get("name") if package.is_file() else None
         except (OSError, ValueError):
             own = None
-        if own == name:
-            candidates.append(inner)
+        homes = [folder / name, folder / "node_modules" / name] + ([folder] if own == name else [])
+        for home in homes:
+            file = inner or (_package_entry(home) if home.is_dir() else None)
+            if file:
+                candidates.append(str((home / file).relative_to(folder)) if home != folder else file)
     if path:
         candidates.append(posixpath.basename(path))
     for rel in candidates:

@@ -65,6 +65,9 @@ class Mutant(BaseModel):
     """0-based index of the first action that must fail; None when IFS must stay 100."""
     expected_reason: str | None = None
     """Failure class expected at that action (assertion_failed, element_not_found, ...)."""
+    known_miss: str | None = None
+    """Why the offline judge does not catch this mutant yet (it still counts as judged wrong in
+    ``iwr judges eval``; tests leave it out of what they require)."""
 
 
 def load_mutants(path: Path) -> list[Mutant]:

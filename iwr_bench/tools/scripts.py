@@ -474,7 +474,19 @@ const seen = (() => {  // what a person can see of an element; shared by observe
       if (e.shadowRoot) for (const c of e.shadowRoot.children) if (visit(c)) return true;
       return false;
     };
-    return visit(el);
+    if (visit(el)) return true;
+    // an empty field that fills the box around it (an editor's writing area inside its frame):
+    // a person sees that frame as the field
+    if (!(el.isContentEditable || el.tagName === 'TEXTAREA' || el.tagName === 'INPUT') ||
+        opacity(el) <= 0.05 || css(el).visibility !== 'visible') return false;
+    const r = el.getBoundingClientRect();
+    let a = el.parentElement;
+    for (let i = 0; a && i < 2; i++, a = a.parentElement) {
+      const ar = a.getBoundingClientRect();
+      if (r.width * r.height >= 0.5 * ar.width * ar.height && ar.width >= 2 && ar.height >= 2 &&
+          boxDraws(a, css(a), ar)) return true;
+    }
+    return false;
   };
   return { css, rgba, opacity, legible, draws, behind, textClip };
 })();
@@ -596,7 +608,7 @@ _OBSERVE = r"""
     const tag = cut(el.tagName.toLowerCase(), 40);
     const type = tag === 'input' ? cut((el.getAttribute('type') || 'text').toLowerCase(), 40) : null;
     const role = cut(el.getAttribute('role') || implicit[tag] ||
-      (type ? (inputRole[type] || 'textbox') : null), 40);
+      (type ? (inputRole[type] || 'textbox') : null) || (el.isContentEditable ? 'textbox' : null), 40);
     const valued = el.value !== undefined && !['checkbox', 'radio'].includes(type);  // not a box's "on"
     const drawn = (pseudo) => {  // an icon drawn by CSS: content: "\00d7"
       const c = getComputedStyle(el, pseudo).content;

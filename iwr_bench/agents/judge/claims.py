@@ -110,8 +110,24 @@ class Parsed:
     """The whole assertion."""
 
 
+_MARKUP = re.compile(r"<(/?)([a-z][a-z0-9]{0,9})\b[^<>\"'\n]{0,60}>(?:[^<>\"'\n]{1,80}</\2>)?", re.IGNORECASE)
+
+
+def quote_markup(assertion: str) -> str:
+    """``assertion`` with each literal piece of markup outside quotes put in quotes: "the HTML
+    output shows <b>Hello</b>" names text the page prints, as a quoted one would."""
+    spans = [m.span() for m in QUOTED.finditer(assertion)]
+
+    def wrap(m: re.Match[str]) -> str:
+        inside = any(a <= m.start() < b for a, b in spans)
+        return m.group(0) if inside else f"\u201c{m.group(0)}\u201d"
+
+    return _MARKUP.sub(wrap, assertion)
+
+
 def parse(assertion: str) -> Parsed:
-    """Read ``assertion`` into claims and unchecked clauses."""
+    """Read ``assertion`` into claims and unchecked clauses (markup counts as quoted text)."""
+    assertion = quote_markup(assertion)
     claims: list[Claim] = []
     unchecked: list[str] = []
     for start, end in _clauses(assertion):

@@ -849,7 +849,17 @@ def _only(clause: str, s: States) -> Verdict | None:
     if not hits or len(rows) != 1:
         return None
     (row,) = rows
-    others = [b for b in s.after if _row(b) == row and not any(q in norm(b.text) for q in quoted)]
+    # in a table, or when the named texts sit in different parents, an item is the parent (a
+    # row), and the other cells of a named row are part of it, not other items
+    parents = {b.containers[1] for b in hits if len(b.containers) > 1}
+    whole_rows = row[1] == "tr" or (len(hits) > 1 and len(parents) == len(hits))
+    others = [
+        b
+        for b in s.after
+        if _row(b) == row
+        and not any(q in norm(b.text) for q in quoted)
+        and not (whole_rows and len(b.containers) > 1 and b.containers[1] in parents)
+    ]
     if others:
         return "no", f"besides {_short(hits)}, the same list still shows {_short(others)}"
     return "ok", f"{_short(hits)}: no other item of the same list on screen"
