@@ -358,6 +358,8 @@ class RunLook(BaseModel):
     """Font size in px."""
     weight: int = 400
     """Font weight."""
+    italic: bool = False
+    """Set in italics (or oblique)."""
     parts: list[PartLook] = []
     """Inline parts with an element of their own, in order (up to eight)."""
     marks: list[Frame] = []

@@ -1146,6 +1146,14 @@ _VISIBLE_TEXT = r"""
     }
     return out;
   };
+  // italic as the text itself is drawn: the element around its first words (<b><i>x</i></b>)
+  const italicOf = (el) => {
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let n, holder = el;
+    while ((n = walk.nextNode())) if (n.data.trim()) { holder = n.parentElement || el; break; }
+    const f = style(holder).fontStyle;
+    return f === 'italic' || f.startsWith('oblique');
+  };
   const lookOf = (el) => {
     if (!el || el.nodeType !== 1) return null;
     const s = style(el);
@@ -1160,7 +1168,7 @@ _VISIBLE_TEXT = r"""
     if (!bg) bg = rgb(style(document.documentElement).backgroundColor) || '255,255,255';
     return { color: rgb(s.webkitTextFillColor || s.color), bg, strike, frames, on: toggleOf(el),
              size: parseFloat(s.fontSize) || 0, weight: parseInt(s.fontWeight, 10) || 400,
-             marks: marksOf(el) };
+             italic: italicOf(el), marks: marksOf(el) };
   };
   const partsOf = (r) => {
     if (!r.parts) return [];

@@ -53,6 +53,12 @@ BOARD = (
     "<span class=token style='position:absolute;left:{}px'>Ring</span></div>"
 )
 
+TABLE = (
+    "<table><thead><tr><th>Name</th><th>City</th></tr></thead><tbody>"
+    + "<tr><td>{}</td><td>Neath</td></tr>" * 4
+    + "</tbody></table>"
+)
+
 CASES = {
     "strike": (
         "step 1 is struck through",
@@ -188,6 +194,41 @@ CASES = {
         "<input aria-label='Name on booking' value='Lin Wei'><p>Booking pending</p>",
         {},
     ),
+    "italic": (  # the words themselves are drawn in italics, inside a bold part of a heading
+        "the heading is also set in italics",
+        "<h1><b>Hello pell</b></h1>",
+        "<h1><b><i>Hello pell</i></b></h1>",
+        "<h1><b>Hello pell</b></h1><p><i>unrelated</i></p>",
+        {},
+    ),
+    "bold": (
+        "the note turns bold",
+        "<p class=note>Ship on Friday</p>",
+        "<p class=note><b>Ship on Friday</b></p>",
+        "<p class=note><i>Ship on Friday</i></p>",
+        {},
+    ),
+    "cart-empty": (  # an element the clause names by its id: sure which, so no when items stay
+        "the cart is empty",
+        "<ul id=cart><li>Sourdough loaf</li><li>Rye rolls</li></ul><p>Bakery</p>",
+        "<ul id=cart></ul><p>Bakery</p>",
+        "<ul id=cart><li>Rye rolls</li></ul><p>Bakery</p>",
+        {},
+    ),
+    "sorted": (  # the column whose heading the clause names runs in order
+        "the rows are sorted by name",
+        TABLE.format("Pearl", "Adrienne", "Zelenia", "Mira"),
+        TABLE.format("Adrienne", "Mira", "Pearl", "Zelenia"),
+        TABLE.format("Mira", "Adrienne", "Zelenia", "Pearl"),
+        {},
+    ),
+    "reversed": (
+        "the order is reversed by name",
+        TABLE.format("Adrienne", "Mira", "Pearl", "Zelenia"),
+        TABLE.format("Zelenia", "Pearl", "Mira", "Adrienne"),
+        TABLE.format("Adrienne", "Mira", "Pearl", "Zelenia"),
+        {},
+    ),
     "quoted-colour": (
         "a green notice says 'Exported 3 rows to orders.csv'",
         "<p>Orders</p>",
@@ -217,6 +258,18 @@ ONLY_OK = {  # rules that say only yes: what they count or look for may be drawn
         "<h2>Extras</h2>",
         "<h2>Review</h2><p>Name on booking</p><input placeholder='First and last name'>",
         "<h2>Review</h2><p>Name on booking</p>",
+    ),
+    "list-empty": (  # "the list" names only a kind (a page may hold other lists): yes or nothing
+        "the list is empty",
+        "<ul id=todo-list><li>Buy oat milk</li><li>Water the basil</li></ul><p>Todos</p>",
+        "<ul id=todo-list></ul><p>Todos</p>",
+        "<ul id=todo-list><li>Buy oat milk</li></ul><p>Todos</p>",
+    ),
+    "heading": (  # a line made a heading: yes; still a paragraph: nothing to say for sure
+        "the line becomes a large heading",
+        "<div class=editor><p>Hello pell</p></div>",
+        "<div class=editor><h1>Hello pell</h1></div>",
+        "<div class=editor><p>Hello pell</p></div>",
     ),
     "coloured-kind": (
         "red messages appear under each field",

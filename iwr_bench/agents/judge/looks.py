@@ -17,10 +17,12 @@ the clause stays undetermined.
 from __future__ import annotations
 
 import colorsys
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from iwr_bench.agents.judge.claims import GENERIC, QUOTED, norm
 from iwr_bench.tools.models import BoundingBox, FormField, RunLook, TextRun
@@ -252,6 +254,8 @@ _KINDS: dict[str, frozenset[str]] = {
     "modal": frozenset({"dialog", "overlay", "lightbox", "popup"}),
     "popup": frozenset({"dialog", "modal", "overlay", "lightbox", "popover"}),
     "tile": frozenset({"cell"}),
+    "heading": frozenset({"h1", "h2", "h3", "h4", "h5", "h6"}),
+    "row": frozenset({"tr"}),
 }
 """What pages call a kind of thing in tags and classes, besides its own name ("list": ul, li)."""
 
@@ -264,7 +268,8 @@ def _names(run: Block, word: str) -> bool:
     if stem in _words(f"{run.text} {near}"):
         return True
     kinds = _KINDS.get(stem)  # a kind often lives on an ancestor (the dialog around a title)
-    return kinds is not None and not kinds.isdisjoint(_words(run.label))
+    tags = _words(run.label) | set(re.findall(r"\b[a-z][a-z0-9]*", run.label.lower()))  # h1, h2
+    return kinds is not None and not kinds.isdisjoint(tags)
 
 
 def _owns(run: Block, word: str) -> bool:
@@ -976,6 +981,158 @@ def _field(clause: str, s: States) -> Verdict | None:
     return None
 
 
+_TYPEFACE = re.compile(
+    r"\b(?:turns?|turned|becomes?|became|is|are|gets?|now|set|shown|written|appears?)\s+"
+    r"(?:also\s+|now\s+)?(?:set\s+|shown\s+|written\s+)?(?:in\s+)?(bold|italics?)\b"
+)
+
+
+def _typeface(clause: str, s: States) -> Verdict | None:
+    """ "the text turns bold", "the heading is set in italics": the weight or style of what it names."""
+    said = _TYPEFACE.search(clause)
+    if said is None or _NEGATED.search(QUOTED.sub(" ", clause)):
+        return None
+    bold = said.group(1) == "bold"
+    found = find(s.after, clause, s.acted, s.before)
+    shown = [r for r in found.blocks if r.look is not None]
+    if not shown:
+        return None
+    word = "bold" if bold else "in italics"
+    styled = [r for r in shown if r.look is not None and (r.look.weight >= 600 if bold else r.look.italic)]
+    if styled:
+        return "ok", f"{_short(styled)} ({found.how}) drawn {word}"
+    if not found.sure:
+        return None
+    return "no", f"{_short(shown)} ({found.how}) not drawn {word}"
+
+
+_HEADING = re.compile(
+    r"\b(?:becomes?|became|turns? into|turned into|is made|is now|is set as)\s+an?\s+"
+    r"(?:large\s+|big\s+|main\s+|new\s+)?(heading|title|headline)\b"
+)
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
+def _tag(block: Block) -> str:
+    return block.label.split(" < ")[0].split(".")[0].split("#")[0].split("[")[0]
+
+
+def _heading(clause: str, s: States) -> Verdict | None:
+    """ "the line becomes a large heading": text that was not a heading before now is one."""
+    if _HEADING.search(clause) is None or _NEGATED.search(QUOTED.sub(" ", clause)):
+        return None
+    was = {norm(b.text) for b in s.before if _tag(b) in _HEADING_TAGS}
+    made = [
+        b
+        for b in s.after
+        if _tag(b) in _HEADING_TAGS
+        and norm(b.text) not in was
+        and any(norm(o.text) == norm(b.text) for o in s.before)
+    ]
+    if made:
+        size = f", {made[0].look.size:.0f} px" if made[0].look is not None else ""
+        return "ok", f"{_short(made)} is now a heading ({_tag(made[0])}{size})"
+    return None
+
+
+_EMPTIED = re.compile(r"\b(?:is|are|becomes?|became|goes|went|now|left)\s+(?:now\s+|all\s+)?empty\b")
+
+
+def _emptied(clause: str, s: States) -> Verdict | None:
+    """ "the list is empty": nothing the clause names is left (a form field's emptiness is _field's)."""
+    said = _EMPTIED.search(clause)
+    if said is None or _FORM_FIELD.search(clause[: said.start()]) or _NEGATED.search(clause):
+        return None
+    found = find(s.before, clause, None)
+    if not found.blocks:
+        return None
+    left = [r for r in found.blocks if _same(r, s.after) is not None]
+    if not left:
+        return "ok", f"{_short(found.blocks)} ({found.how}) shown before, none left after"
+    if not found.sure:
+        return None
+    return "no", f"{_short(left)} ({found.how}) still shown after the action"
+
+
+_SORTED = re.compile(
+    r"\b(sorted|in (?:alphabetical|ascending|descending|reverse) order|order is reversed|reversed|"
+    r"(?:a|z) to (?:a|z)|ascending|descending)\b"
+)
+_BY = re.compile(r"\bby\s+(?:the\s+|its\s+|their\s+)?([a-z][a-z. ]{1,30}?)(?:\s+column)?(?:\s+and\b|[,;.]|$)")
+
+
+def _column(runs: list[Block], left: float, right: float) -> list[Block]:
+    """The table cells whose centres lie between ``left`` and ``right``, top to bottom."""
+    cells = [
+        r
+        for r in runs
+        if r.label.split(" < ")[0].split(".")[0].split("#")[0] in ("td", "th")
+        and left <= r.box.x + r.box.width / 2 <= right
+        and r.text.strip()
+    ]
+    body = [r for r in cells if r.label.startswith("td")]
+    return sorted(body, key=lambda r: r.box.y)
+
+
+def _order(cells: list[Block]) -> int:
+    """1 ascending, -1 descending, 0 neither (numbers as numbers, else text without case)."""
+    texts = [norm(r.text).replace(" ", "") for r in cells]
+    if all(re.fullmatch(r"-?[\d,]*\.?\d+%?", t) for t in texts):
+        return _direction([float(t.replace(",", "").replace("%", "")) for t in texts])
+    return _direction([t.casefold() for t in texts])
+
+
+def _direction(keys: list[float] | list[str]) -> int:
+    pairs: list[tuple[Any, Any]] = list(itertools.pairwise(keys))
+    if all(a <= b for a, b in pairs):
+        return 1
+    if all(a >= b for a, b in pairs):
+        return -1
+    return 0
+
+
+def _sorted(clause: str, s: States) -> Verdict | None:
+    """ "the rows are sorted by name", "the order is reversed": the column the clause names (or whose
+    heading was clicked) runs in order after the action, in the direction said."""
+    said = _SORTED.search(clause)
+    if said is None or _NEGATED.search(QUOTED.sub(" ", clause)):
+        return None
+    span: tuple[float, float] | None = None
+    by = _BY.search(QUOTED.sub(" ", clause))
+    if by is not None:
+        heads = [r for r in s.after if r.label.startswith("th") and _words(r.text) & _words(by.group(1))]
+        if len(heads) == 1:
+            span = (heads[0].box.x, heads[0].box.x + heads[0].box.width)
+    if span is None and s.acted is not None:
+        span = (s.acted.x, s.acted.x + s.acted.width)
+    if span is None:
+        return None
+    after, before = _column(s.after, *span), _column(s.before, *span)
+    if len(after) < 3:
+        return None
+    now, then = _order(after), _order(before) if len(before) >= 3 else 0
+    words = said.group(1)
+    want = (
+        -1
+        if ("descending" in words or "z to a" in words)
+        else 1
+        if ("ascending" in words or "a to z" in words)
+        else 0
+    )
+    first = f"{after[0].text!r} first"
+    if "revers" in words:
+        if then and now == -then:
+            return "ok", f"the column ran the other way before; now {first}"
+        if now == 0 or (then and now == then):
+            return "no", f"the column is not in the reverse order of before ({first})"
+        return None
+    if now == 0:
+        return "no", f"the column is not in order after the action ({first})"
+    if want and now != want:
+        return "no", f"the column is in the opposite order ({first})"
+    return "ok", f"the column is in {'ascending' if now == 1 else 'descending'} order ({first})"
+
+
 RULES: tuple[Rule, ...] = (
     _strike,
     _toggle,
@@ -990,6 +1147,10 @@ RULES: tuple[Rule, ...] = (
     _unchanged,
     _back,
     _field,
+    _typeface,
+    _heading,
+    _emptied,
+    _sorted,
 )
 """The look rules, each deciding a kind of claim (or answering nothing)."""
 
