@@ -29,8 +29,9 @@ from iwr_bench.agents.judge.claims import NUMBER, QUOTED, Claim, Parsed, norm, p
 from iwr_bench.agents.judge.claims import evidence_tokens as evidence_tokens
 from iwr_bench.agents.judge.looks import FIELD, States, blocks, fields_named
 from iwr_bench.agents.judge.looks import check as check_looks
+from iwr_bench.agents.judge.pixels import moved_on_screen
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
-from iwr_bench.metrics.hashing import as_image, pixel_digest
+from iwr_bench.metrics.hashing import as_image, pixel_digest, raster_identical
 from iwr_bench.metrics.ocr import EasyOcr
 from iwr_bench.registry import register
 from iwr_bench.tools.models import BoundingBox, FormField, TextRun, VisibleText
@@ -97,7 +98,7 @@ class HeuristicAssertionJudge:
             if after is None:
                 after = await anyio.to_thread.run_sync(ocr.read, as_image(request.after_png))
         changed = pixel_digest(as_image(request.before_png)) != pixel_digest(as_image(request.after_png))
-        return decide(
+        verdict = decide(
             request.assertion,
             before,
             after,
@@ -107,6 +108,47 @@ class HeuristicAssertionJudge:
             seen_first=request.first_visible,
             acted=request.acted_box,
         )
+        if verdict.verdict == "undetermined" and request.recorded_png is not None:
+            verdict = await anyio.to_thread.run_sync(
+                same_as_recorded, verdict, request.after_png, request.recorded_png
+            )
+        if verdict.verdict == "undetermined":
+            verdict = await anyio.to_thread.run_sync(
+                _moved_on_screen, verdict, request.assertion, request.before_png, request.after_png
+            )
+        return verdict
+
+
+def _moved_on_screen(
+    verdict: AssertionVerdict, assertion: str, before: bytes, after: bytes
+) -> AssertionVerdict:
+    """``verdict`` (undetermined) made yes when the assertion is one clause about something moving
+    that no text shows, and the screenshots show one shape going that way (see :mod:`pixels`)."""
+    parsed = parse(assertion)
+    if parsed.claims or len(parsed.unchecked) != 1:
+        return verdict
+    try:
+        why = moved_on_screen(parsed.unchecked[0], as_image(before), as_image(after))
+    except (OSError, ValueError):
+        return verdict
+    return _v("yes", why) if why else verdict
+
+
+def same_as_recorded(verdict: AssertionVerdict, after_png: bytes, recorded_png: bytes) -> AssertionVerdict:
+    """``verdict`` (undetermined) made yes when the screen after the action is the recording's screen
+    of that state, pixel for pixel up to raster noise: whatever the assertion says about pictures
+    or shapes held there, so it holds here. Any other screen leaves it undetermined."""
+    try:
+        same = raster_identical(as_image(after_png), as_image(recorded_png))
+    except (OSError, ValueError):
+        return verdict
+    if not same:
+        return verdict
+    return _v(
+        "yes",
+        f"the screen after the action is the recording's screen of this state (pixel for pixel), "
+        f"where the assertion held; text alone could not tell: {verdict.reasoning}",
+    )
 
 
 def decide(

@@ -150,7 +150,9 @@ class Executor:
                 if self.step is not None:
                     outcome = await self._step(self.step, tools, action, record, evidence)
                 else:
-                    outcome = await self._act_and_judge(tools, action, record, evidence, first)
+                    outcome = await self._act_and_judge(
+                        tools, action, record, evidence, first, task.checkpoint_after(i)
+                    )
                 judge_errors += outcome == "error"
                 undetermined += outcome == "undetermined"
             except _Failed as exc:
@@ -190,8 +192,10 @@ class Executor:
         record: ActionRecord,
         evidence: Path,
         first: VisibleText | None = None,
+        recorded: Path | None = None,
     ) -> str | None:
-        """Perform the action (grounder, tools, policy), then judge its assertion; the verdict or None."""
+        """Perform the action (grounder, tools, policy), then judge its assertion; the verdict or None.
+        ``recorded`` is the task's checkpoint of the state after the action, when it has one."""
         before_text = (await tools.observe()).text if action.has_assertion else None
         before = (before_text, await tools.visible_text() if action.has_assertion else None)
         await self._perform(tools, action, record)
@@ -199,7 +203,7 @@ class Executor:
         record.after = _save(evidence, f"step_{record.index + 1}.png", shot)
         if not action.has_assertion:
             return None
-        return await self._assert(tools, action, record, before, shot, evidence, first)
+        return await self._assert(tools, action, record, before, shot, evidence, first, recorded)
 
     async def _step(
         self, step: StepJudge, tools: PageTools, action: Action, record: ActionRecord, evidence: Path
@@ -344,6 +348,7 @@ class Executor:
         after_png: bytes,
         evidence: Path,
         first: VisibleText | None = None,
+        recorded: Path | None = None,
     ) -> str:
         before_text, before_visible = before
         after_text = (await tools.observe()).text
@@ -358,6 +363,7 @@ class Executor:
             after_visible=await tools.visible_text(),
             first_visible=first,
             acted_box=record._acted_box,  # pyright: ignore[reportPrivateUsage]
+            recorded_png=recorded.read_bytes() if recorded is not None and recorded.is_file() else None,
         )
         return self._count(action, record, await self.assertions(request))
 

@@ -652,11 +652,11 @@ def _appear(clause: str, s: States) -> Verdict | None:
     return None
 
 
-_MOVE = re.compile(
+MOVE = re.compile(
     r"\b(moves?|moved|slides?|slid|drops?|dropped|jumps?|shifts?|trade places|swap(?:s|ped)?)\b"
 )
 _NO_MERGE = re.compile(r"\b(without merging|with no merges?|no merges?|without a merge|nothing merges)\b")
-_DIRECTIONS = {
+DIRECTIONS = {
     "left": (-1, 0),
     "right": (1, 0),
     "up": (0, -1),
@@ -676,7 +676,7 @@ def _shift(pairs: list[tuple[Block, Block]]) -> list[tuple[Block, float, float]]
 
 def _move(clause: str, s: States) -> Verdict | None:
     masked = QUOTED.sub(" ", clause.lower())
-    verb = _MOVE.search(masked)
+    verb = MOVE.search(masked)
     if verb is None or "into view" in masked or _NEGATED.search(masked[: verb.end()]):
         return None
     found = find(s.after, clause, s.acted, s.before)
@@ -700,7 +700,7 @@ def _move(clause: str, s: States) -> Verdict | None:
                 else ("no", f"{_short(found.blocks)} ({how}): fewer than before, some merged")
             )
     words = re.findall(r"[a-z]+", masked.split(verb.group(0), 1)[-1])
-    direction = next((_DIRECTIONS[w] for w in words if w in _DIRECTIONS), None)
+    direction = next((DIRECTIONS[w] for w in words if w in DIRECTIONS), None)
     if direction is None:
         return "ok", f"{_short([r for r, _, _ in moved])} ({how}) moved"
     sx, sy = direction

@@ -53,6 +53,9 @@ class AssertionRequest(BaseModel):
     acted_box: BoundingBox | None = None
     """Where the element the action clicked or typed into stood before it (None: a key press or
     scroll, or unknown)."""
+    recorded_png: bytes | None = None
+    """The task's checkpoint of the state after this action, when it has one: the screen of the
+    recording, on which the assertion held."""
 
 
 class AssertionVerdict(BaseModel):
