@@ -84,7 +84,7 @@ _ROLE_WORDS: dict[str, frozenset[str]] = {
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1}
 _QUOTED = re.compile(r"[\"“'‘«]([^\"”'’»]{1,80})[\"”'’»]")
 _RELATION = re.compile(
-    r"\b(next to|beside|under|below|above|near|of|on|in|inside|within|for|from|after|before)\s*$"
+    r"\b(next to|beside|under|below|above|near|of|on|in|inside|within|for|from|after|before)(?:\s+the)?\s*$"
 )
 
 
@@ -434,7 +434,7 @@ class HeuristicGrounder:
     def _score(desc: str, action: str, el: Element, semantic: float | None) -> float:
         words = _words(desc)
         content = _content(words)
-        quoted, _ = split_quoted(desc)
+        quoted, near = split_quoted(desc)
         visible = element_label(el).lower()
         lexical = _lexical(visible, quoted, content)
         name = accessible_name(el)
@@ -454,6 +454,8 @@ class HeuristicGrounder:
             score = 0.6 * lexical + 0.3 * semantic + 0.1 * role
         if named_kinds and kind not in named_kinds:
             score *= 0.8  # "the ... button" that is not a button
+        if visible.strip() in near:
+            score *= 0.5  # the landmark itself ("the box left of 'Buy milk'": not the row's edit box)
         if action == "Type" and not is_editable(el):
             score *= 0.3
         elif action == "Click" and is_editable(el) and "textbox" not in named_kinds:
@@ -470,7 +472,7 @@ class HeuristicGrounder:
         is part of the winner's, that matches well enough on its own, and that lacks the quoted
         text (a landmark, then) is taken instead.
         """
-        quoted = [q for q in split_quoted(desc)[0] if q]
+        quoted = [q for part in split_quoted(desc) for q in part if q]
         label = element_label(best).lower()
         landmarks = [q for q in quoted if q in label]
         if not landmarks:

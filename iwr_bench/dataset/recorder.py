@@ -423,6 +423,13 @@ async def _perform(
                 blocked = (await tools.page_state()).blocked_requests
                 if any(b.reason == "other origin" for b in blocked):
                     raise _blocked_error(blocked, f"{exc}; ") from exc
+                # ... and files the site folder does not have (a script never loaded)
+                _, missing = requested_files(site, requests)
+                if missing:
+                    raise RecordError(
+                        f"{exc}; the page also requested {len(missing)} file(s) the site folder does "
+                        f"not have (404), a likely cause: {', '.join(missing[:5])}"
+                    ) from exc
                 raise
             reel.cursor = None
             blocked = (await tools.page_state()).blocked_requests

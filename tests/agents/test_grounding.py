@@ -154,3 +154,41 @@ async def test_an_icon_is_read_by_what_people_call_it_and_the_only_box_takes_the
     # one box on screen takes text: "the new todo box" is it, whatever its placeholder says
     assert await ground("the new todo box", "Type") == 0
     assert await ground("the settings gear") is None  # and nothing is made up for a Click
+
+
+async def test_a_landmark_is_not_the_target_nor_is_a_control_it_merely_holds(
+    grounder: HeuristicGrounder,
+) -> None:
+    """Two TodoMVC shapes from real apps: the row's hidden edit box carries the text the description
+    names as a landmark, and a notification holds the close mark the description asks for."""
+    todo = Observation(
+        url="http://127.0.0.1/",
+        title="todos",
+        text="",
+        elements=[
+            _el(0, "input", y=100, input_type="checkbox", role="checkbox", text="\u2714"),
+            _el(1, "input", y=100, input_type="text", role="textbox", text="Buy oat milk", hidden=True),
+            _el(2, "input", y=140, input_type="checkbox", role="checkbox", text="\u2714"),
+        ],
+    )
+    request = GroundingRequest(
+        description="the round tick box to the left of 'Buy oat milk'", action_type="Click", observation=todo
+    )
+    assert (await grounder(request)).index in (0, 2)  # a tick box, not the edit box named like the row
+    toast = Observation(
+        url="http://127.0.0.1/",
+        title="toasts",
+        text="",
+        elements=[
+            Element(index=0, tag="div", text="\u2716Highly customizable", in_viewport=True,
+                    box=BoundingBox(x=10, y=600, width=300, height=50)),
+            Element(index=1, tag="button", text="\u2716", role="button", in_viewport=True,
+                    box=BoundingBox(x=280, y=610, width=20, height=20)),
+        ],
+    )  # fmt: skip
+    request = GroundingRequest(
+        description="the small \u2716 close mark on the 'Highly customizable' notification",
+        action_type="Click",
+        observation=toast,
+    )
+    assert (await grounder(request)).index == 1
