@@ -1010,10 +1010,10 @@ _HEADING = re.compile(
     r"\b(?:becomes?|became|turns? into|turned into|is made|is now|is set as)\s+an?\s+"
     r"(?:large\s+|big\s+|main\s+|new\s+)?(heading|title|headline)\b"
 )
-_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def _tag(block: Block) -> str:
+    """The block's own tag name, from its label."""
     return block.label.split(" < ")[0].split(".")[0].split("#")[0].split("[")[0]
 
 
@@ -1021,11 +1021,11 @@ def _heading(clause: str, s: States) -> Verdict | None:
     """ "the line becomes a large heading": text that was not a heading before now is one."""
     if _HEADING.search(clause) is None or _NEGATED.search(QUOTED.sub(" ", clause)):
         return None
-    was = {norm(b.text) for b in s.before if _tag(b) in _HEADING_TAGS}
+    was = {norm(b.text) for b in s.before if _tag(b) in _KINDS["heading"]}
     made = [
         b
         for b in s.after
-        if _tag(b) in _HEADING_TAGS
+        if _tag(b) in _KINDS["heading"]
         and norm(b.text) not in was
         and any(norm(o.text) == norm(b.text) for o in s.before)
     ]
@@ -1064,14 +1064,9 @@ _BY = re.compile(r"\bby\s+(?:the\s+|its\s+|their\s+)?([a-z][a-z. ]{1,30}?)(?:\s+
 def _column(runs: list[Block], left: float, right: float) -> list[Block]:
     """The table cells whose centres lie between ``left`` and ``right``, top to bottom."""
     cells = [
-        r
-        for r in runs
-        if r.label.split(" < ")[0].split(".")[0].split("#")[0] in ("td", "th")
-        and left <= r.box.x + r.box.width / 2 <= right
-        and r.text.strip()
+        r for r in runs if _tag(r) == "td" and left <= r.box.x + r.box.width / 2 <= right and r.text.strip()
     ]
-    body = [r for r in cells if r.label.startswith("td")]
-    return sorted(body, key=lambda r: r.box.y)
+    return sorted(cells, key=lambda r: r.box.y)
 
 
 def _order(cells: list[Block]) -> int:
@@ -1100,7 +1095,7 @@ def _sorted(clause: str, s: States) -> Verdict | None:
     span: tuple[float, float] | None = None
     by = _BY.search(QUOTED.sub(" ", clause))
     if by is not None:
-        heads = [r for r in s.after if r.label.startswith("th") and _words(r.text) & _words(by.group(1))]
+        heads = [r for r in s.after if _tag(r) == "th" and _words(r.text) & _words(by.group(1))]
         if len(heads) == 1:
             span = (heads[0].box.x, heads[0].box.x + heads[0].box.width)
     if span is None and s.acted is not None:
