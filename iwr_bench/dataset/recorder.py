@@ -19,12 +19,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
@@ -324,6 +326,13 @@ async def _record_with(
         for step, action in enumerate(script.actions, start=1)
         if action.unchecked_assertion
     ]
+    _, missing = requested_files(site, rec.requests)
+    if missing:  # an API probe with a fallback, a favicon: the page was recorded as it ran
+        warnings.append(
+            f"the page asked for {len(missing)} file(s) the site folder does not have (404): "
+            f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; it was recorded as it ran "
+            "without them (add them to the site if the page needs them)"
+        )
     staging = await anyio.to_thread.run_sync(_stage, site, out_root, config, rec)
     evidence = staging.with_name(staging.name + "-proof")
     try:
@@ -331,7 +340,7 @@ async def _record_with(
         if prove is not None:
             say(f"proving task {rec.record.id}: replaying its reference page with the offline judge")
             started = time.perf_counter()
-            proof = await prove(Task(rec.record, staging), pool, evidence=evidence)
+            proof = _known_missing(await prove(Task(rec.record, staging), pool, evidence=evidence), missing)
             say(f"proof done in {time.perf_counter() - started:.1f} s")
         if proof is not None and proof.problems:
             kept = await anyio.to_thread.run_sync(_keep_failed, staging, evidence, out_root, rec.record.id)
@@ -565,14 +574,35 @@ async def _check_expectation(tools: PageTools, action: ScriptAction, step: int) 
         )
 
 
+_FAILED_URL = re.compile(r"\((https?://[^)\s]+)\)\s*$")
+
+
+def _known_missing(proof: OracleProof, missing: list[str]) -> OracleProof:
+    """``proof`` less the failed requests for files the site itself lacked while recording (the
+    warning names them): the reference failed them the same way, so they say nothing of the bundle."""
+    if not missing:
+        return proof
+    known = set(missing)
+
+    def lacked(failed: str) -> bool:
+        m = _FAILED_URL.search(failed)
+        return m is not None and urlsplit(m.group(1)).path in known
+
+    expected = [f for f in proof.failed_requests if lacked(f)]
+    if not expected:
+        return proof
+    dropped = {f"request failed: {f}" for f in expected}
+    return proof.model_copy(
+        update={
+            "failed_requests": [f for f in proof.failed_requests if f not in expected],
+            "problems": [p for p in proof.problems if p not in dropped],
+        }
+    )
+
+
 def _stage(site: Path, out_root: Path, config: RecordConfig, rec: _Recording) -> Path:
     """Write the whole task into a staging folder beside its final place; returns the folder."""
-    requested, missing = requested_files(site, rec.requests)
-    if missing:
-        raise RecordError(
-            f"the page requested {', '.join(missing[:5])} while recording, which the site folder "
-            f"{site} does not have (404); add the file(s) or remove the reference"
-        )
+    requested, _ = requested_files(site, rec.requests)
     bundle = [rel for rel in bundle_files(site, requested) if Path(rel).name != TASK_RECORD]
     mapping = anonymise(asset_paths(site, bundle))
     out_root.mkdir(parents=True, exist_ok=True)

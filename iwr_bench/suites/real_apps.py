@@ -315,6 +315,8 @@ async def build(
                 f"{n} mutants; oracle IFS {item.ifs:.0f}, lowest checkpoint {low:.3f}",
                 flush=True,
             )
+            for warning in done.warnings:
+                print(f"  warning: {warning}", flush=True)
     if failed:
         raise UserError(f"{len(failed)} real app(s) did not record and prove: {', '.join(failed)}")
     return built

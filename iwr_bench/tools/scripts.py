@@ -1009,9 +1009,13 @@ _VISIBLE_TEXT = r"""
   const walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
   try {
+    // a text node of white space alone still parts the words around it ("<b>1</b> {{item}} left")
+    let gap = false;
     for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-      const raw = n.data.replace(/\s+/g, ' ');
-      if (!raw.trim()) continue;
+      let raw = n.data.replace(/\s+/g, ' ');
+      if (!raw.trim()) { gap = true; continue; }
+      if (gap && !raw.startsWith(' ')) raw = ' ' + raw;
+      gap = false;
       if (++nodes > MAXNODES) { truncated = true; break; }
       const el = n.parentElement;
       if (!el || ['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'TITLE'].includes(el.tagName)) continue;
@@ -1098,6 +1102,8 @@ _VISIBLE_TEXT = r"""
     const m = shadow && shadow !== 'none' ? shadow.match(/rgba?\([^)]*\)/) : null;
     return m ? rgb(m[0]) : null;
   };
+  // a box's fill: its colour, else the first stop of a gradient drawn over a transparent colour
+  const fillOf = (t) => rgb(t.backgroundColor) || firstColour(t.backgroundImage);
   const toggleOf = (el) => {
     for (let a = el, k = 0; a && a !== body && k < 4; a = a.parentElement, k++) {
       if (a.tagName === 'INPUT' && (a.type === 'checkbox' || a.type === 'radio')) return a.checked;
@@ -1125,7 +1131,7 @@ _VISIBLE_TEXT = r"""
       .filter((d) => parseFloat(t['border' + d + 'Width']) > 0 && t['border' + d + 'Style'] !== 'none')
       .map((d) => rgb(t['border' + d + 'Color'])).find((c) => c) || null;
     const outline = t.outlineStyle !== 'none' && parseFloat(t.outlineWidth) > 0 ? rgb(t.outlineColor) : null;
-    return { border, outline, shadow: firstColour(t.boxShadow), bg: rgb(t.backgroundColor),
+    return { border, outline, shadow: firstColour(t.boxShadow), bg: fillOf(t),
              width: parseFloat(t.borderTopWidth) || 0 };
   };
   const marksOf = (el) => {  // small textless shapes beside the text: a switch, a tick box, a dot
@@ -1161,7 +1167,7 @@ _VISIBLE_TEXT = r"""
     const frames = [];
     for (let a = el, k = 0; a && a !== document.documentElement; a = a.parentElement, k++) {
       const t = style(a);
-      if (!bg) bg = rgb(t.backgroundColor);
+      if (!bg) bg = fillOf(t);
       if (k < 6 && (t.textDecorationLine || '').includes('line-through')) strike = true;
       if (k < 4) frames.push(frameOf(t));
     }

@@ -134,6 +134,13 @@ def test_wording_the_judge_must_read_as_a_person_does() -> None:
     ):
         assert decide(wording, "steer", "cold", changed=True).verdict == "yes", wording
         assert decide(wording, "steer", "steer cold", changed=True).verdict == "no", wording
+    # "has gone" says it went; "the first 'X'" is one copy of several, so other copies may stay
+    # (which copy went is told from how they are drawn: tests/agents/test_looks.py, one-copy-gone).
+    assert decide("the 'Saved' notice has gone", "Saved", "Saved", changed=True).verdict == "no"
+    assert decide("the 'Saved' notice has gone", "Saved", "Other", changed=True).verdict == "yes"
+    first = "the first 'Saved' notice has gone"
+    assert decide(first, "Saved\nSaved", "Other", changed=True).verdict == "yes"
+    assert decide(first, "Saved\nSaved", "Saved", changed=True).verdict == "undetermined"
     # "step 1" says which step: 1 is not a value the step must show.
     assert evidence_tokens("step 1 is struck through and the footer reads 3") == ["3"]
     # A quoted landmark ("under 'Buy milk'") must be shown but is not what changed.

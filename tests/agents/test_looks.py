@@ -53,6 +53,9 @@ BOARD = (
     "<span class=token style='position:absolute;left:{}px'>Ring</span></div>"
 )
 
+TOAST = "<div style='margin:4px;padding:6px;background:linear-gradient(to right, {}, #eee)'>Saved</div>"
+"""A notice drawn on a gradient, as notification libraries draw them: its colour tells copies apart."""
+
 TABLE = (
     "<table><thead><tr><th>Name</th><th>City</th></tr></thead><tbody>"
     + "<tr><td>{}</td><td>Neath</td></tr>" * 4
@@ -234,6 +237,13 @@ CASES = {
         "<p>Orders</p>",
         "<p>Orders</p>" + NOTICE.format("#15803d"),
         "<p>Orders</p>" + NOTICE.format("#b91c1c"),
+        {},
+    ),
+    "one-copy-gone": (  # a new 'Saved' arrives as the first one leaves; a broken page keeps both
+        "a new 'Saved' notice is listed and the first 'Saved' notice has gone",
+        TOAST.format("#dc2626") + TOAST.format("#16a34a"),
+        TOAST.format("#16a34a") + TOAST.format("#16a34a"),
+        TOAST.format("#16a34a") + TOAST.format("#dc2626") + TOAST.format("#16a34a"),
         {},
     ),
 }

@@ -25,7 +25,14 @@ from iwr_bench.cli import main
 from iwr_bench.dataset.features import load_features
 from iwr_bench.dataset.frames import probe_video, sample_frames
 from iwr_bench.dataset.layout import load_tasks
-from iwr_bench.dataset.recorder import Recorded, RecordError, record, upsert_record
+from iwr_bench.dataset.recorder import (
+    OracleProof,
+    Recorded,
+    RecordError,
+    _known_missing,
+    record,
+    upsert_record,
+)
 from iwr_bench.dataset.script import load_script
 from iwr_bench.dataset.validate import validate
 from iwr_bench.dataset.vendor import VendorSources
@@ -302,7 +309,9 @@ async def test_failing_step_is_named_and_nothing_is_left(pool: PagePool, tmp_pat
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
 
-async def test_a_request_the_site_cannot_answer_refuses_the_task(pool: PagePool, tmp_path: Path) -> None:
+async def test_a_request_the_site_cannot_answer_is_named_in_a_warning(pool: PagePool, tmp_path: Path) -> None:
+    # A real app may ask for what it can do without (AngularJS's TodoMVC tries /api, then keeps
+    # its todos in localStorage): the page is recorded as it ran, and the warning names the files.
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text(
@@ -312,11 +321,12 @@ async def test_a_request_the_site_cannot_answer_refuses_the_task(pool: PagePool,
     press = {"type": "Press", "parameters": {"description": "press Tab", "key": "Tab"}}
     data = {"id": 9, "recording_details": {"resolution": "320x240"}, "actions": [press]}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
-    with pytest.raises(
-        RecordError, match=r"requested /style/main\.css, /js/gone\.js while recording.*\(404\)"
-    ):
-        await record(site, load_script(tmp_path / "s.yaml"), tmp_path / "out", pool=pool)
-    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+    done = await record(site, load_script(tmp_path / "s.yaml"), tmp_path / "out", pool=pool)
+    assert any(
+        "does not have (404): /style/main.css, /js/gone.js; it was recorded as it ran" in w
+        for w in done.warnings
+    ), done.warnings
+    assert (done.folder / "reference" / "index.html").is_file()
 
 
 def _tiny(tmp_path: Path, head: str = "") -> tuple[Path, Path]:
@@ -530,3 +540,17 @@ async def test_a_timed_game_records_on_a_stepped_clock_and_judges_the_same(
     assert done.proof is not None and done.proof.problems == [] and done.proof.ifs == 1.0
     details = json.loads((tmp_path / "out" / "data.jsonl").read_text())["recording_details"]
     assert details["clock_step_ms"] == 1000  # and the proof above replayed with it
+
+
+def test_the_proof_does_not_count_requests_the_site_itself_could_not_answer() -> None:
+    # The reference failed /api while recording as well: only a request for a file the site had
+    # (so the bundle lost it) is a problem of the proof.
+    line = "Failed to load resource: the server responded with a status of 404 (Not Found) "
+    failed = [line + "(http://127.0.0.1:4000/api)", line + "(http://127.0.0.1:4000/img/logo.png)"]
+    proof = OracleProof(
+        ifs=1.0, failed_requests=failed, problems=[f"request failed: {f}" for f in failed] + ["step 2 failed"]
+    )
+    kept = _known_missing(proof, ["/api"])
+    assert kept.failed_requests == failed[1:]
+    assert kept.problems == [f"request failed: {failed[1]}", "step 2 failed"]
+    assert _known_missing(proof, []) == proof

@@ -27,7 +27,7 @@ import anyio.to_thread
 
 from iwr_bench.agents.judge.claims import NUMBER, QUOTED, Claim, Parsed, norm, parse
 from iwr_bench.agents.judge.claims import evidence_tokens as evidence_tokens
-from iwr_bench.agents.judge.looks import FIELD, States, blocks, fields_named
+from iwr_bench.agents.judge.looks import FIELD, States, blocks, copy_gone, fields_named
 from iwr_bench.agents.judge.looks import check as check_looks
 from iwr_bench.agents.judge.pixels import moved_on_screen
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
@@ -185,7 +185,8 @@ def decide(
         return _v("no", "; ".join(failures))
     unsure = [note for kind, note in results if kind == "undetermined"]
     shown = [c.token for c in claims if not c.gone]
-    listed = ", ".join([*(repr(c.token) for c in claims), *seen])
+    tokens = [note or repr(c.token) for c, (_, note) in zip(claims, results, strict=True)]
+    listed = ", ".join([*tokens, *seen])
     if (
         shown
         and not changed
@@ -244,6 +245,13 @@ def _check(claim: Claim, old: Screen, new: Screen) -> tuple[str, str]:
     """("ok" | "no" | "undetermined", why) for ``claim`` on the screens."""
     token, after = claim.token, new.text or ""
     if claim.gone:
+        if claim.one and contains(after, token):  # "the first 'X' has gone": other copies may stay
+            if old.runs is None or new.runs is None:
+                return "undetermined", f"{token!r} is still shown and the copies cannot be told apart"
+            told = copy_gone(token, blocks(old.runs), blocks(new.runs))
+            if told is None:
+                return "undetermined", f"copies of {token!r} look alike and moved: which one went is unclear"
+            return ("ok" if told[0] == "ok" else "no"), told[1]
         if contains(after, token):
             return "no", f"expected gone, but still shown after the action: {token!r}"
         if contains(new.offscreen, token):

@@ -19,7 +19,8 @@ NUMBER = re.compile(r"[$€£]?\d+(?:[.,]\d+)*%?")
 _NEGATIVE = re.compile(
     r"\b(disappears?|vanish(?:es)?|is removed|are removed|removed|no longer|"
     r"(?:is|are|gets?|becomes?|now) hidden|hides|closes|is cleared|"
-    r"goes away|is gone|are gone|empty|collapses?)\b"
+    r"goes away|is gone|are gone|(?:has|have|had) (?:gone|disappeared|vanished|closed|been removed)|"
+    r"empty|collapses?)\b"
 )
 _CHANGE = re.compile(
     r"\b(appears?|appeared|shows up|pops up|becomes?|became|changes?|changed|updates?|updated|"
@@ -47,6 +48,11 @@ _NAMED_BY_NUMBER = re.compile(
     r"(?:^|\b(?:the|a|an|of|to|on|in|at)\s+|^\s*)(?:step|item|row|column|photo|picture|image|slide|"
     r"level|round|question|task|lane|option|player|tab|entry|stage|chapter|day)\s+$"
 )
+_ONE_COPY = re.compile(
+    r"\b(?:(?:the|an?)\s+(?:first|earlier|older|oldest|previous|original|old)|one of the|one)\s+$"
+)
+"""Before a quoted text of which one copy goes ("the first 'Saved' notice disappears"): other copies
+of the same words may stay, or arrive with the same action."""
 _AT_PLACE = re.compile(
     r"\b(?:under|below|above|beneath|beside|next to|after|before|near|inside|within|in|on|into|onto|"
     r"over|at)\s+(?:the\s+)?$"
@@ -87,6 +93,8 @@ class Claim:
     """Whether it was quoted."""
     gone: bool = False
     """The clause says it goes away ("disappears", "no longer")."""
+    one: bool = False
+    """Only one copy of the text goes ("the first 'X' has gone"): the others may stay."""
     change: bool = False
     """The clause says it is new ("appears", "becomes", "changes to", "is added", ...)."""
     subject: list[str] = field(default_factory=list[str])
@@ -183,6 +191,7 @@ def _claims_in(assertion: str, start: int, end: int) -> list[Claim]:
             out.append(Claim(token, clause, True))  # a landmark ("under 'Buy milk'"): shown, not new
             continue
         claim = Claim(token, clause, bool(quoted), gone=gone and not new, change=(change or new) and not gone)
+        claim.one = claim.gone and bool(quoted) and _ONE_COPY.search(head) is not None
         if claim.bare:
             claim.subject = _subject(low[: m.start()]) or _kind(low[: m.start()], low[m.end() :])
         out.append(claim)

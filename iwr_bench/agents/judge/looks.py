@@ -615,8 +615,34 @@ _APPEAR = re.compile(
 )
 _GONE = re.compile(
     r"\b(closes|closed|disappears?|goes away|is gone|are gone|is hidden|are hidden|collapses|"
+    r"(?:has|have) (?:gone|disappeared|vanished|closed)|"
     r"leaves the \w+|is removed|are removed)\b"
 )
+
+
+def copy_gone(token: str, before: list[Block], after: list[Block]) -> Verdict | None:
+    """ "the first 'X' has gone" while other copies of 'X' stay or arrive: a person tells the copies
+    apart by how they are drawn (a red notice and a green one), so a copy counts as gone when fewer
+    copies drawn its way are shown after the action than before. None when every copy is drawn
+    alike and some moved or arrived, so which one went cannot be told."""
+    want = norm(token)
+
+    def copies(state: list[Block]) -> list[Block]:
+        return [b for b in state if b.containers[:1] != (-1,) and want in norm(b.text)]
+
+    old, new = copies(before), copies(after)
+    kinds = {_frame_sig(b.look) for b in old + new}
+    for kind in kinds:
+        then = [b for b in old if _frame_sig(b.look) == kind]
+        now = [b for b in new if _frame_sig(b.look) == kind]
+        if len(now) < len(then):
+            look = then[0].look
+            fill = look.frames[0].bg if look and look.frames else None
+            drawn = f" on rgb({fill})" if fill else ""
+            return "ok", f"a copy of {token!r}{drawn} went: {len(then)} such before, {len(now)} after"
+    if len(kinds) == 1 and not all(_stayed(b, old) for b in new):
+        return None
+    return "no", f"every copy of {token!r} shown before is still shown ({len(old)} before, {len(new)} after)"
 
 
 def _appear(clause: str, s: States) -> Verdict | None:
