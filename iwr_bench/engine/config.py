@@ -71,6 +71,8 @@ A complete run file (every key is optional; the values shown are the defaults)::
     settle = "stable"             # or "fixed" (the published 1 s / 0.5 s / 1 s waits)
     action_timeout_s = 10         # one browser action, settling included
     load_timeout_s = 15           # the page's initial load
+    isolation = "context"         # or "browser": a Chromium per page slot (WebGL and storage memory
+                                  # then bounded per page; about 550 MiB more per slot)
 
     [backend]
     kind = "in-process"           # or "ray": replay and metric workers as Ray actors (docs/scaling.md)

@@ -197,3 +197,6 @@ class BrowserSettings(BaseModel):
     """Longest one browser action (settling included) may take: then the action fails as ``timeout``."""
     load_timeout_s: float = Field(default=15.0, gt=0)
     """Longest the page's initial load may take: then ``page_load_failed``."""
+    isolation: Literal["context", "browser"] = "context"
+    """Pages in contexts of one Chromium, or a Chromium per browser page: then the memory a page
+    makes the shared GPU and browser processes hold counts against that page's bound alone."""

@@ -295,6 +295,7 @@ def pool_config(cfg: RunConfig) -> PoolConfig:
     b = cfg.browser
     return PoolConfig(
         size=cfg.limits.browser_pages,
+        isolation=b.isolation,
         settle=SettleConfig(mode="fixed" if cfg.protocol == EvalProtocol.official else b.settle),
         limits=PageLimits(action_timeout=b.action_timeout_s, load_timeout=b.load_timeout_s),
     )

@@ -168,6 +168,23 @@ class EasyOcr:
                         texts[i] = join_segments(str(s) for s in segments)
         return texts
 
+    def lines(self, image: Image.Image) -> list[tuple[str, tuple[int, int, int, int]]]:
+        """Each text segment read in ``image`` with its box (left, top, width, height), in reading
+        order (the same detector and recogniser as :meth:`read`)."""
+        colour, grey = readtext_inputs(image)
+        with self._lock:
+            reader: Any = self._load()
+            sync_threads()
+            boxes, free = reader.detect(colour, reformat=False)
+            found = reader.recognize(grey, boxes[0], free[0], detail=1, paragraph=False, reformat=False)
+        out: list[tuple[str, tuple[int, int, int, int]]] = []
+        for corners, text, _ in found:
+            xs = [int(p[0]) for p in corners]
+            ys = [int(p[1]) for p in corners]
+            if str(text).strip():
+                out.append((str(text).strip(), (min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys))))
+        return out
+
 
 def readtext_inputs(image: Image.Image) -> tuple[np.ndarray, np.ndarray]:
     """The two arrays EasyOCR's ``readtext(path)`` makes of the PNG file of ``image``.

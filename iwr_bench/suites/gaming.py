@@ -24,6 +24,10 @@ The cheats:
   clipped to nothing.
 - ``swap-tall-blank``: the pictures on top of a very tall blank page whose visible buttons and
   words lie far below the fold; a click scrolls back up and advances.
+- ``video-ocr-labels``: built from the video alone, as a model could build it: its frames (one a
+  second), the next on any click, key or wheel, and over the first frame a transparent button on
+  each line of text OCR reads there, named with that line (the picture shows the words, the
+  button itself draws nothing).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from iwr_bench.agents.judge.claims import QUOTED
+from iwr_bench.dataset.frames import sample_frames
 from iwr_bench.dataset.layout import Task
+from iwr_bench.metrics.ocr import EasyOcr
 
 
 def _quoted(text: str | None) -> list[str]:
@@ -182,6 +188,25 @@ def swap_tall_blank(task: Task, folder: Path) -> str:
     return _page(task, body, style, _pictures(task, folder), on_next="setTimeout(() => scrollTo(0, 0), 0);")
 
 
+def video_ocr_labels(task: Task, folder: Path) -> str:
+    frames = sample_frames(task.video, fps=1.0, cap=16).frames
+    w, h = task.resolution.width, task.resolution.height
+    pictures: list[str] = []
+    for k, frame in enumerate(frames):
+        name = f"frame_{k}.png"
+        frame.image.resize((w, h)).save(folder / name)
+        pictures.append(name)
+    first = frames[0].image.resize((w, h)) if frames else None
+    labels = EasyOcr(device="cpu").lines(first) if first is not None else []
+    buttons = "".join(
+        f'<button class="cheat" style="left:{x}px;top:{y}px;width:{bw}px;height:{bh}px">'
+        f"{html.escape(text)}</button>"
+        for text, (x, y, bw, bh) in labels
+    )
+    style = ".cheat{position:absolute;z-index:5;padding:0;color:transparent;background:none;border:0}"
+    return _page(task, buttons, style, pictures)
+
+
 CHEATS: dict[str, Callable[[Task, Path], str]] = {
     "swap-filtered-text": swap_filtered_text,
     "frame-invisible-controls": frame_invisible_controls,
@@ -190,6 +215,7 @@ CHEATS: dict[str, Callable[[Task, Path], str]] = {
     "swap-transparent-labels": swap_transparent_labels,
     "swap-tiny-masked-clipped": swap_tiny_masked_clipped,
     "swap-tall-blank": swap_tall_blank,
+    "video-ocr-labels": video_ocr_labels,
 }
 """Each cheat's name and builder: ``builder(task, folder)`` copies what it needs into ``folder``
 and returns the page's HTML."""

@@ -154,7 +154,7 @@ class ChromiumBrowser:
         await client.send.Target.setAutoAttach(
             params={"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
         )
-        self._watchdog = MemoryWatchdog(process.pid, self.config.memory_mb)
+        self._watchdog = MemoryWatchdog(process.pid, self.config.memory_mb, open_pages=self._open_pages)
         self._watch_scope = anyio.CancelScope()
         self._tg.start_soon(self._watch, self._watchdog, self._watch_scope)
         self.launches += 1
@@ -171,6 +171,10 @@ class ChromiumBrowser:
                 continue
             return process
         raise AssertionError("unreachable")
+
+    def _open_pages(self) -> int:
+        """Pages open now, those whose context is being set up included (read by the watchdog)."""
+        return len(self._tabs) + len(self._pending_contexts)
 
     @staticmethod
     async def _watch(watchdog: MemoryWatchdog, scope: anyio.CancelScope) -> None:
@@ -286,6 +290,7 @@ class ChromiumBrowser:
             with anyio.fail_after(setup.load_timeout):
                 await self._prepare(tab, setup)
                 await tab.send("Runtime.runIfWaitingForDebugger")
+                await self._window_sized(tab, setup.viewport)
                 reply = await tab.send("Page.navigate", {"url": setup.url})
                 if reply.get("errorText"):
                     raise PageFailure("load_failed", f"{setup.url}: {reply['errorText']}")
@@ -370,6 +375,18 @@ class ChromiumBrowser:
             await client.send_raw(
                 "Browser.setWindowBounds", {"windowId": found["windowId"], "bounds": bounds}
             )
+
+    async def _window_sized(self, tab: CdpTab, vp: Viewport, patience: float = 3.0) -> None:
+        """Wait (on the blank page, before the page's own) until the renderer sees the window size
+        :meth:`_size_window` set: it learns of it a moment later, and a page that measured its
+        window first (as a loaded machine showed) would find it smaller than the page."""
+        with anyio.move_on_after(patience), suppress(RuntimeError, ConnectionError, KeyError, TypeError):
+            while True:
+                asked = {"expression": "outerWidth", "returnByValue": True}
+                reply = await tab.send("Runtime.evaluate", asked)
+                if int(reply["result"].get("value", 0)) >= vp.width:
+                    return
+                await anyio.sleep(0.02)
 
     def forget(self, tab: CdpTab) -> None:
         """Drop a closed tab from the event routing."""

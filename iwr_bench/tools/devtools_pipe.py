@@ -43,17 +43,23 @@ class DevToolsPipes:
         os.dup2(self.child_out, 4)
 
     def close_child_ends(self) -> None:
-        """After the spawn: the parent keeps only its own ends."""
+        """After the spawn: the parent keeps only its own ends. Each end is closed once and then
+        forgotten: closing a number twice would close whatever reused it meanwhile (another
+        browser's socket)."""
         for fd in (self.child_in, self.child_out):
-            with suppress(OSError):
-                os.close(fd)
+            if fd >= 0:
+                with suppress(OSError):
+                    os.close(fd)
+        self.child_in = self.child_out = -1
 
     def close(self) -> None:
-        """Close every end still open."""
+        """Close every end still open (once)."""
         self.close_child_ends()
         for fd in (self.commands, self.replies):
-            with suppress(OSError):
-                os.close(fd)
+            if fd >= 0:
+                with suppress(OSError):
+                    os.close(fd)
+        self.commands = self.replies = -1
 
 
 def _high(fd: int) -> int:

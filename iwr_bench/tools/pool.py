@@ -1,8 +1,11 @@
 """A pool of sandboxed pages: N concurrent isolated tabs over Chromium processes started once.
 
 ``isolation="context"`` (default) runs every tab in its own browser context of one shared Chromium;
-``isolation="browser"`` gives every slot its own Chromium. A browser that stops answering, or whose
-tab could not be closed (a hung renderer), is restarted before its next job.
+``isolation="browser"`` gives every slot its own Chromium, so that the memory a page makes
+Chromium's shared processes hold (WebGL textures in the GPU process, stored data in the browser
+process) is charged to that page alone (:mod:`iwr_bench.tools.memory`), at the cost of a Chromium
+per slot. A browser that stops answering, or whose tab could not be closed (a hung renderer), is
+restarted before its next job.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ class PoolConfig(BaseModel):
     size: int = Field(default=2, ge=1, le=64)
     """Most pages open at once (the named ``browser pages`` limit)."""
     isolation: Literal["context", "browser"] = "context"
-    """One Chromium with a context per page, or one Chromium per slot."""
+    """One Chromium with a context per page, or one Chromium per slot (each page's memory in the
+    shared GPU and browser processes then bounded as its own)."""
     browser: BrowserConfig = BrowserConfig()
     """How to start Chromium."""
     limits: Limits = Limits()
@@ -112,16 +116,14 @@ class PagePool:
         for browser in reversed(self.browsers):  # task groups unwind last-in, first-out
             await browser.aclose()
 
-    async def _take(self) -> int:
-        if self.config.isolation == "context":
-            return 0
-        async with self._lock:
-            return self._free.pop()
+    def _take(self) -> int:
+        # no await between looking and taking (one event loop), so no lock: a lock here made the
+        # give-back a checkpoint, where a cancelled page lost its slot for good
+        return self._free.pop() if self.config.isolation == "browser" else 0
 
-    async def _give(self, slot: int) -> None:
+    def _give(self, slot: int) -> None:
         if self.config.isolation == "browser":
-            async with self._lock:
-                self._free.append(slot)
+            self._free.append(slot)
 
     async def _ensure(self, browser: Browser) -> None:
         async with self._lock if self.config.isolation == "context" else nullcontext():
@@ -142,7 +144,7 @@ class PagePool:
         crashes); the pool stays usable.
         """
         async with self.limiter:
-            slot = await self._take()
+            slot = self._take()
             browser = self.browsers[slot]
             try:
                 await self._ensure(browser)
@@ -175,7 +177,7 @@ class PagePool:
                         with anyio.CancelScope(shield=True):
                             await self._close(browser, tab)
             finally:
-                await self._give(slot)
+                self._give(slot)
 
     async def _close(self, browser: Browser, tab: Tab | None) -> None:
         if tab is not None and await browser.close_tab(tab, self.config.limits.close_timeout):

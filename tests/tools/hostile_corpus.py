@@ -226,17 +226,23 @@ frame.sandbox = 'allow-scripts';
 frame.srcdoc = "<script>parent.postMessage(['sandboxed', Date.now()], '*')<" + "/script>";
 document.body.appendChild(frame);
 let drawn = null;
-const worker = new Promise((resolve) => {
+// each answer once: a realm that has not answered in 3 s is "silent"
+const answer = (name, check) => new Promise((resolve) => {
+  let done = false;
+  const end = (why) => { if (!done) { done = true; if (why) seen.push(why); resolve(); } };
+  setTimeout(() => end(name + ' silent'), 3000);
+  try { check(end); } catch (e) { end(name + ' failed: ' + e); }
+});
+const worker = answer('worker', (end) => {
   const code = 'postMessage([Date.now(), new Intl.DateTimeFormat("en-US").format(), Math.random()])';
   const w = new Worker(URL.createObjectURL(new Blob([code], { type: 'text/javascript' })));
   w.onmessage = (e) => {
     if (far(e.data[0])) seen.push('worker clock');
     if (e.data[1] !== dtf.format()) seen.push('worker Intl');
     drawn = e.data[2];
-    resolve();
+    end();
   };
-  w.onerror = () => { seen.push('worker failed'); resolve(); };
-  setTimeout(() => { seen.push('worker silent'); resolve(); }, 3000);
+  w.onerror = () => end('worker failed');
 });
 Promise.all([headers, sandboxed, worker]).then(() =>
   out(seen.length ? 'detected: ' + seen.join(', ') : 'clean; worker drew ' + drawn));
@@ -266,6 +272,45 @@ FLOOD = (
 ORDINARY = """<!doctype html><html><body style="font:24px sans-serif">
 <p id="c">count 0</p><button onclick="n++; document.getElementById('c').textContent = 'count ' + n">+</button>
 <script>let n = 0;</script></body></html>"""
+
+
+GPU_HOG = """<!doctype html><html><body><p id="s">start</p><canvas id="c" width="64" height="64"></canvas>
+<script>
+// WebGL textures live in Chromium's GPU process, outside the page's renderer
+const gl = document.getElementById('c').getContext('webgl');
+const s = document.getElementById('s');
+if (!gl) { s.textContent = 'no webgl'; } else {
+  const N = 2048, data = new Uint8Array(N * N * 4);
+  let n = 0;
+  const more = () => {
+    for (let k = 0; k < 4; k++) {
+      gl.bindTexture(gl.TEXTURE_2D, gl.createTexture());
+      gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA, N, N, 0, gl.RGBA, gl.UNSIGNED_BYTE, data);
+      n++;
+    }
+    gl.finish();
+    s.textContent = 'textures ' + n;
+    if (n < 160) setTimeout(more, 20);
+  };
+  more();
+}
+</script></body></html>"""
+"""Fills the GPU process with 16 MiB textures (2.5 GiB in all)."""
+
+STORAGE_HOG = """<!doctype html><html><body><p id="s">start</p><script>
+// data stored by an off-the-record context lives in Chromium's browser process
+const s = document.getElementById('s');
+const chunk = new Uint8Array(32 * 1024 * 1024);
+for (let i = 0; i < chunk.length; i += 4096) chunk[i] = i & 255;
+(async () => {
+  const cache = await caches.open('hog');
+  for (let n = 0; n < 80; n++) {
+    await cache.put('/k' + n, new Response(chunk.slice()));
+    s.textContent = 'stored ' + (n + 1) * 32 + ' MiB';
+  }
+})().catch((e) => { s.textContent = 'error ' + e; });
+</script></body></html>"""
+"""Stores 32 MiB answers in Cache Storage (2.5 GiB in all)."""
 
 
 def _fill(text: str, listener: Listener, other: str) -> str:

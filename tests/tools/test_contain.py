@@ -11,7 +11,9 @@ from hostile_corpus import (
     CHANNELS,
     DETECT,
     FLOOD,
+    GPU_HOG,
     ORDINARY,
+    STORAGE_HOG,
     Listener,
     channel_page,
     chromium_leftovers,
@@ -92,11 +94,77 @@ async def _memory_bound(
         assert "count 1" in (await tools.observe()).text
 
 
+async def _hog_beside_a_page(
+    config: PoolConfig, hog_page: Path, control: Path
+) -> tuple[list[Exception], str]:
+    """Run ``hog_page`` while ``control`` is open; (how the hog ended, what the control showed after)."""
+    failure: list[Exception] = []
+    shown = ""
+    async with PagePool(config) as pool:
+
+        async def run_hog() -> None:
+            try:
+                async with pool.page(PageSpec(page=str(hog_page))) as tools:
+                    with anyio.move_on_after(patient(30.0)):
+                        while True:
+                            await tools.observe()
+                            await anyio.sleep(0.25)
+            except PageFailure as exc:
+                failure.append(exc)
+
+        try:
+            async with pool.page(PageSpec(page=str(control))) as tools:
+                async with anyio.create_task_group() as tg:  # a task of its own takes the other slot
+                    tg.start_soon(run_hog)
+                await tools.observe()
+                await tools.click(0)
+                shown = (await tools.observe()).text
+        except PageFailure as exc:
+            shown = f"failed: {exc}"
+        async with pool.page(PageSpec(page=str(control))) as tools:  # the pool works on
+            await tools.observe()
+            await tools.click(0)
+            assert "count 1" in (await tools.observe()).text
+    return failure, shown
+
+
+@pytest.mark.parametrize("hog", ["webgl", "storage"])
+async def test_memory_a_page_makes_shared_processes_hold_counts_against_its_bound(
+    write_page: Callable[..., Path], hog: str
+) -> None:
+    # WebGL textures grow the GPU process and stored data the browser process, not the renderer.
+    # With a browser per slot that growth is the hog's alone: it fails as page_crashed while the
+    # page beside it, open the whole time, works on.
+    limits = Limits(action_timeout=patient(15.0), load_timeout=patient(30.0), page_memory_mb=384)
+    config = PoolConfig(
+        size=2, isolation="browser", limits=limits, settle=SettleConfig(interval=0.05, max_wait=2.0)
+    )
+    hog_page = write_page(GPU_HOG if hog == "webgl" else STORAGE_HOG, f"{hog}.html")
+    failure, shown = await _hog_beside_a_page(config, hog_page, write_page(ORDINARY, "control.html"))
+    assert failure, "the hog was never stopped"
+    assert isinstance(failure[0], PageFailure) and failure[0].reason == "page_crashed"
+    assert "in the browser's shared processes" in str(failure[0]), failure[0]
+    assert "count 1" in shown, shown
+
+
+async def test_in_one_shared_browser_a_hog_stops_every_page_open(write_page: Callable[..., Path]) -> None:
+    # With contexts of one Chromium the growth cannot be told apart: past the limit times the pages
+    # open, all of them stop (the machine is protected), and the pool works on.
+    limits = Limits(action_timeout=patient(15.0), load_timeout=patient(30.0), page_memory_mb=384)
+    config = PoolConfig(size=2, limits=limits, settle=SettleConfig(interval=0.05, max_wait=2.0))
+    failure, shown = await _hog_beside_a_page(
+        config, write_page(GPU_HOG, "webgl.html"), write_page(ORDINARY, "control.html")
+    )
+    assert failure and "cannot be told apart" in str(failure[0]), failure
+    assert shown.startswith("failed: page_crashed") and "cannot be told apart" in shown, shown
+
+
 async def test_page_cannot_see_or_steer_the_judge(pool: PagePool, write_page: Callable[..., Path]) -> None:
     """The detection page looks for the judge (its globals, replaced functions, the real date in
-    every realm: workers, new and sandboxed frames, popups, Intl, document.lastModified, the server's
-    headers; a headless user agent, window and screen sizes at odds with the page, a missing
-    RTCPeerConnection) and finds none; a worker's randomness is seeded (the same on a reload)."""
+    every realm: dedicated workers, new and sandboxed frames, popups, Intl, document.lastModified,
+    the server's headers; a headless user agent, window and screen sizes at odds with the page, a
+    missing RTCPeerConnection) and finds none; a worker's randomness is seeded (the same on a
+    reload)."""
     drawn = []
     for _ in range(2):
         async with pool.page(PageSpec(page=str(write_page(DETECT)))) as tools:
