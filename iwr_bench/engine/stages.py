@@ -205,6 +205,12 @@ class PairStages:
         if gen is not None and gen.status == JobStatus.failed:  # no page to judge: it scores 0
             await self._score_missing_page(task, slug, gen.failure, gen.message, metrics)
             return
+        failed = self._failed_elsewhere(task.id, slug) if gen is None and not self.layout.generate else None
+        if failed is not None:  # `iwr judge` on a tree whose generation.json says it failed
+            error = failed.error
+            kind = f"{FailureClass.generation_error}:{error.kind}" if error else None
+            await self._score_missing_page(task, slug, kind, error.message if error else "", metrics)
+            return
         evidence = f"{out.relative_to(self.run_dir).as_posix()}/evidence"
         cfg = self.config.judge
         executor = lambda pool: Executor(  # noqa: E731 - the backend chooses the pool
@@ -280,6 +286,19 @@ class PairStages:
             evaluation = assemble(task, model, replay, measured, answers, metrics.rubric, protocol)
             await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)
         return evaluation
+
+    def _failed_elsewhere(self, task_id: int, slug: str) -> GenerationResult | None:
+        """The ``generation.json`` beside an existing page when it records a failed generation (as
+        ``iwr generate`` writes it), else None: that page is the empty one a failure leaves, and
+        is treated as ``iwr run`` treats it. A record that does not read is no record."""
+        folder = self.layout.page(task_id, slug)
+        if folder is None:
+            return None
+        try:
+            record = read_record(folder)
+        except (OSError, ValueError):
+            return None
+        return record if record.status == "failed" else None
 
     async def _score_missing_page(
         self, task: Task, slug: str, failure: str | None, message: str, metrics: VisualMetrics

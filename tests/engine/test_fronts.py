@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -102,3 +103,32 @@ def test_a_builtin_mutant_is_a_model_of_its_own_tasks_only() -> None:
     own = config.model_tasks([101, 102, 103, 104])
     assert own["blank"] == [101, 102, 103, 104]
     assert own["mutants_hours-label-changed"] == mutant_tasks("hours-label-changed") != []
+
+
+@pytest.mark.parametrize("protocol", ["default", "official"])
+def test_judge_treats_a_failed_generation_as_the_run_does(
+    tasks_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], protocol: str
+) -> None:
+    # `iwr generate` leaves an empty page and a generation.json saying it failed: `iwr judge` must
+    # not judge that empty page as a model's work, but count it as `iwr run` does (scored 0 under
+    # the default protocol, left out under the official one).
+    pages = tmp_path / "pages"
+    argv = ["generate", "--tasks", str(tasks_root), "--out", str(pages), "--model", "blank", "--quiet"]
+    assert main(argv) == 0
+    record = pages / "2" / "blank" / "generation.json"
+    data = json.loads(record.read_text())
+    data |= {"status": "failed", "error": {"kind": "empty_page", "type": "ValueError", "message": "no page"}}
+    record.write_text(json.dumps(data))
+    out = tmp_path / "judged"
+    judge = ["judge", "--tasks", str(tasks_root), "--pages", str(pages), "--out", str(out), "--quiet"]
+    assert main([*judge, "--protocol", protocol]) == 0
+    capsys.readouterr()
+    with RunStore.open_run(out, readonly=True) as store:
+        jobs = {j.task_id: j for j in store.jobs("judge")}
+    evaluation = json.loads((out / "2" / "blank" / "eval.json").read_text())
+    assert evaluation["success_step"] == 0 and evaluation["no_page"] is True
+    assert json.loads((out / "1" / "blank" / "eval.json").read_text())["no_page"] is False
+    assert "generation failed (generation_error:empty_page): no page" in json.dumps(evaluation)
+    board = {row["model"]: row for row in leaderboard(RunData.load(out))}["blank"]
+    assert board["left out"] == (1 if protocol == "official" else 0), board
+    assert jobs[1].status == "done" and jobs[2].status == "failed"  # as `iwr run` records it

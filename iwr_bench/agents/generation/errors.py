@@ -30,6 +30,9 @@ class FailureKind(StrEnum):
     """The task video could not be decoded."""
     no_reference = "no_reference"
     """The oracle baseline found no ``reference/index.html`` in the task folder."""
+    empty_page = "empty_page"
+    """The model answered with text, but no page was left once the HTML was taken out of it (for
+    example HTML on the same line as the opening ```` ```html ```` fence)."""
     internal_error = "internal_error"
     """A bug in our own code, caught at the generation boundary so the run goes on."""
 

@@ -149,6 +149,11 @@ class LVLMGenerator:
 
     def _finish(self, base: GenerationResult, answer: ModelAnswer, start: float) -> GenerationResult:
         page = postprocess(answer.text, self.asset_base)
+        if answer.text.strip() and not page.strip():  # text, but nothing of it makes a page
+            failed = _failed(base, FailureKind.empty_page, ValueError(_NO_PAGE), start)
+            update = {"raw": answer.text, "usage": answer.usage, "cache_hit": answer.cache_hit}
+            update |= {"attempts": 0 if answer.cache_hit else answer.attempts, "sent": answer.sent}
+            return failed.model_copy(update={**update, "finish_reason": answer.finish_reason})
         if answer.finish_reason == "length":
             status: Literal["ok", "empty", "truncated"] = "truncated"
         elif not answer.text.strip():
@@ -278,6 +283,9 @@ def _video_sha(path: Path) -> str:
     if not path.is_file():
         raise VideoError(f"{path} does not exist")
     return file_sha256(path)
+
+
+_NO_PAGE = "the answer has text, but no HTML page was found in it once extracted"
 
 
 def _failed(

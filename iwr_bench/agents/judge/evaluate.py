@@ -124,6 +124,11 @@ class Evaluation(BaseModel):
     """Rubric answers unusable after the retries (each scored 0)."""
     replay: Replay
     """Per-action evidence and verdicts."""
+    no_page: bool = False
+    """True when there was no page to judge (none was found, or its generation failed): nothing
+    was replayed, and the zeros above are not a judged page's. The task counts as 0 under the
+    default protocol and is left out of the means under the official one (``replay.failure``
+    names why)."""
     undetermined_rate: float | None = None
     """Share (0-1) of the judged assertions the assertion judge could not decide (None: none judged)."""
     unseen_steps: int = 0
@@ -289,6 +294,7 @@ def assemble(
         all_mllm_res=[_raw_answer(r) for r in rubric_results if r is not None],
         all_ocr_texts=measured.texts,
         assertion_results=_assertion_results(task, replay),
+        no_page=replay.failure == "no_page",
         scored_steps=list(steps),
         pair_checkpoints=[Path(cp).name for cp in measured.checkpoints],
         counted_pairs=counted,
