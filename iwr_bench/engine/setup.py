@@ -290,15 +290,35 @@ def build_metrics(
     return VisualMetrics(ocr=wrap(ocr), dino=wrap(dino), **extra)
 
 
+OFFICIAL_ACTION_TIMEOUT_S = 30.0
+"""The official replay's limit per action (its LLM calls included)."""
+OFFICIAL_LOAD_TIMEOUT_S = 60.0
+"""The official replay's limit for opening the page."""
+
+
 def pool_config(cfg: RunConfig) -> PoolConfig:
-    """The browser pool of a run: its page count, settling and per-page limits."""
+    """The browser pool of a run: its page count, settling and per-page limits. Under the official
+    protocol the official limits apply (30 s an action, 60 s the page load) unless the run file
+    sets its own."""
     b = cfg.browser
+    action, load = b.action_timeout_s, b.load_timeout_s
+    if cfg.protocol == EvalProtocol.official:
+        action = action if "action_timeout_s" in b.model_fields_set else OFFICIAL_ACTION_TIMEOUT_S
+        load = load if "load_timeout_s" in b.model_fields_set else OFFICIAL_LOAD_TIMEOUT_S
     return PoolConfig(
         size=cfg.limits.browser_pages,
         isolation=b.isolation,
         settle=SettleConfig(mode="fixed" if cfg.protocol == EvalProtocol.official else b.settle),
-        limits=PageLimits(action_timeout=b.action_timeout_s, load_timeout=b.load_timeout_s),
+        limits=PageLimits(action_timeout=action, load_timeout=load),
     )
+
+
+def effective_policies(cfg: RunConfig) -> dict[str, str]:
+    """What happens to an error or undetermined verdict in this run: under the official protocol
+    both pass (the official scripts count an "Error" answer as a pass), whatever the options say."""
+    if cfg.protocol == EvalProtocol.official:
+        return {"judge_error": "pass", "undetermined": "pass"}
+    return {"judge_error": cfg.judge.judge_error_policy, "undetermined": cfg.judge.undetermined_policy}
 
 
 def run_manifest(
@@ -337,10 +357,7 @@ def run_manifest(
         if metrics is None
         else [m.backend.model_dump() for m in (metrics.ocr, metrics.dino)],
         "judges": judges.describe(),
-        "policies": {
-            "judge_error": cfg.judge.judge_error_policy,
-            "undetermined": cfg.judge.undetermined_policy,
-        },
+        "policies": effective_policies(cfg),
     }
 
 

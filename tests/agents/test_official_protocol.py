@@ -26,6 +26,8 @@ from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.official import aggregate, assertion_entry, official_pair_states
 from iwr_bench.agents.judge.records import ActionRecord, AssertionRequest, AssertionVerdict, Replay
 from iwr_bench.dataset.layout import Task, load_tasks
+from iwr_bench.engine.config import parse_run_config
+from iwr_bench.engine.setup import effective_policies, pool_config
 from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
@@ -139,22 +141,28 @@ async def test_an_error_answer_counts_as_a_pass(pool: PagePool, tmp_path: Path) 
     assert (assertion_entry(task, ours.actions[0]) or {})["result"] == "No"
     entry = assertion_entry(task, official.actions[0]) or {}
     assert entry["result"] == "Error" and entry["verdict"] == "error" and entry["assertion"] == "it went"
+    # every key of the official entry is there (ours ride along)
+    official_keys = {"result", "prev_img_path", "curr_img_path", "response", "assertion", "thinking"}
+    assert official_keys <= entry.keys() and entry["thinking"] == "the judge model failed"
 
 
 @pytest.mark.browser
 @pytest.mark.anyio
-async def test_typed_text_comes_from_the_description(pool: PagePool, tmp_path: Path) -> None:
-    action = {
-        "type": "Type",
-        "parameters": {"description": "type 'hello' into the Name box", "text": "WRONG"},
-    }
-    task = make_task(tmp_path / "ds", [action])
-    page = write_page(tmp_path / "page", "<label>Name <input id='n' placeholder='Name'></label>")
-    ours = await _replay(pool, task, page, tmp_path / "ev0", DEFAULT)
-    official = await _replay(pool, task, page, tmp_path / "ev1", OFFICIAL)
-    assert any("'WRONG'" in c for c in ours.actions[0].tool_calls)
-    assert any("'hello'" in c for c in official.actions[0].tool_calls)
-    assert official.actions[0].grounding is not None and official.actions[0].grounding.text == "hello"
+async def test_typed_text_is_the_records_own_under_both_protocols(pool: PagePool, tmp_path: Path) -> None:
+    # A description that quotes the field's label ('Search') must not be typed when the record
+    # says what was typed; without it, the official rules read the text from the description.
+    recorded = {"type": "Type", "parameters": {"description": "the 'Search' box", "text": "milk"}}
+    unsaid = {"type": "Type", "parameters": {"description": "type 'hello' into the Name box"}}
+    page = write_page(
+        tmp_path / "page",
+        "<label>Search <input id='s' placeholder='Search'></label> <label>Name <input id='n'></label>",
+    )
+    for k, (action, want) in enumerate(((recorded, "'milk'"), (unsaid, "'hello'"))):
+        task = make_task(tmp_path / f"ds{k}", [action])
+        for protocol in (DEFAULT, OFFICIAL):
+            replay = await _replay(pool, task, page, tmp_path / f"ev{k}{protocol}", protocol)
+            calls = replay.actions[0].tool_calls
+            assert any(c.startswith("type(") and want in c for c in calls), (protocol, calls)
 
 
 def test_heuristic_grounder_reads_the_text_to_type() -> None:
@@ -280,7 +288,8 @@ def test_a_missing_page_is_left_out_only_under_the_official_protocol() -> None:
 @pytest.mark.browser
 @pytest.mark.anyio
 async def test_llm_grounder_answers_the_text_to_type(pool: PagePool, tmp_path: Path) -> None:
-    """The llm grounder's model names the text; the official executor types exactly that."""
+    """Without a recorded text, the llm grounder's model names it; the official executor types
+    exactly that."""
 
     def answer(messages: list[ModelMessage], info: AgentInfo) -> dict[str, Any]:
         del info
@@ -290,7 +299,7 @@ async def test_llm_grounder_answers_the_text_to_type(pool: PagePool, tmp_path: P
 
     action = {
         "type": "Type",
-        "parameters": {"description": "write your name in the Name box", "text": "WRONG"},
+        "parameters": {"description": "write your name in the Name box"},
     }
     task = make_task(tmp_path / "ds", [action])
     page = write_page(tmp_path / "page", "<label>Name <input placeholder='Name'></label>")
@@ -342,3 +351,19 @@ async def test_controls_no_person_could_use_fail_by_default_and_are_flagged_offi
         )
         assert official.success_steps == 1 and official.unseen_steps() == 1, official.actions[0]
         assert official.actions[0].unseen and ours.unseen_steps() == 0
+
+
+def test_official_runs_take_the_official_limits_and_record_the_policies_that_apply() -> None:
+    # The official replay allows 30 s an action and 60 s to open the page, and passes an error
+    # answer whatever is asked: the pool and the manifest's policies say what really applies.
+    ours = parse_run_config({"judge": {"judge_error_policy": "fail"}})
+    official = parse_run_config({"protocol": "official", "judge": {"judge_error_policy": "fail"}})
+    own_limit = parse_run_config({"protocol": "official", "browser": {"action_timeout_s": 12}})
+    assert (pool_config(ours).limits.action_timeout, pool_config(ours).limits.load_timeout) == (10.0, 15.0)
+    assert (pool_config(official).limits.action_timeout, pool_config(official).limits.load_timeout) == (
+        30.0,
+        60.0,
+    )
+    assert pool_config(own_limit).limits.action_timeout == 12.0  # a run file's own value stands
+    assert effective_policies(ours) == {"judge_error": "fail", "undetermined": "pass"}
+    assert effective_policies(official) == {"judge_error": "pass", "undetermined": "pass"}

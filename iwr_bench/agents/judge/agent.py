@@ -295,7 +295,11 @@ class AgentStepJudge:
         """Perform and judge one action; model failures and exhausted budgets become the outcome."""
         action = request.action
         from_grounder = capability(request.policy, ReplayPolicy, "text_from_grounder")
-        text = typed_text(action) if action.type == "Type" and not from_grounder else None
+        # the record's own text wins under every protocol; without one, the official rules read it
+        # from the description (the grounder's job), ours take the description's first quoted span
+        text = None
+        if action.type == "Type":
+            text = action.parameters.text if from_grounder else typed_text(action)
         if action.type == "Type" and not from_grounder and text is None:
             return StepOutcome(
                 performed=False, failure="action_error", message="the Type action gives no text to type"

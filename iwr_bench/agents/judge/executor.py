@@ -245,12 +245,14 @@ class Executor:
     async def _click_or_type(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
         typing = action.type == "Type"
         from_grounder = capability(self.policy, ReplayPolicy, "text_from_grounder")
-        text = typed_text(action) if typing and not from_grounder else None
+        # the record's own text wins under every protocol; without one, the official rules read it
+        # from the description (the grounder's job), ours take the description's first quoted span
+        text = (action.parameters.text if from_grounder else typed_text(action)) if typing else None
         if typing and not from_grounder and text is None:
             raise _Failed("action_error", "the Type action gives no text to type")
         for attempt in range(self.config.retries_on_stale + 1):
             index = await self._ground(tools, action, record)
-            if typing and from_grounder:
+            if typing and from_grounder and action.parameters.text is None:
                 text = record.grounding.text if record.grounding else None
                 if text is None:
                     raise _Failed("action_error", "the grounder found no text to type in the description")

@@ -75,8 +75,9 @@ def assertion_entry(task: Task, action: ActionRecord) -> dict[str, Any] | None:
 
     ``result`` is "Yes" for a yes; "No" for any verdict that ended the successful prefix (a no,
     or an error or undetermined answer that the run's policy failed); "Error" for an error or
-    undetermined answer that counted as a pass (the official scripts pass "Error"). Our verdict,
-    reasoning, judge and votes ride along under their own keys.
+    undetermined answer that counted as a pass (the official scripts pass "Error"). ``response``
+    (the judge's answer as text) and ``thinking`` (its reasoning) are there as in the official
+    entry; our verdict, reasoning, judge and votes ride along under their own keys.
     """
     verdict = action.assertion
     if verdict is None:
@@ -89,6 +90,8 @@ def assertion_entry(task: Task, action: ActionRecord) -> dict[str, Any] | None:
         "index": action.index,
         "prev_img_path": f"evalpoints/{action.index}.png",
         "curr_img_path": f"evalpoints/{action.index + 1}.png",
+        "response": f"{verdict.verdict}: {verdict.reasoning}",
+        "thinking": verdict.reasoning,
         **verdict.model_dump(),
     }
 
