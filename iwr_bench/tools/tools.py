@@ -33,8 +33,24 @@ from iwr_bench.tools.models import (
 from iwr_bench.tools.settle import SettleAfter, settle
 
 T = TypeVar("T")
-_WINDOW_SCROLL = "window.scrollBy({left: 0, top: window.innerHeight / 2, behavior: 'instant'})"
-"""The official scroll: the window, down by half its inner height."""
+_OFFICIAL_SCROLL = """(() => {
+  // the official scroll's choice of what to scroll: the nearest scroll container around the focus
+  // that can scroll down and is at least half the window high, else the first such container in
+  // the document, else the window; it moves by half the window's inner height
+  const step = Math.trunc(window.innerHeight * 0.5);
+  const scrolls = (el) => !!el && el.clientHeight >= window.innerHeight * 0.5 &&
+    el.scrollHeight > el.clientHeight && /(auto|scroll|overlay)/.test(getComputedStyle(el).overflowY);
+  let el = document.activeElement;
+  while (el && el !== document.body && !scrolls(el)) el = el.parentElement;
+  if (!scrolls(el)) el = Array.from(document.querySelectorAll('*')).find(scrolls) || null;
+  const root = !el || el === document.scrollingElement || el === document.documentElement ||
+    el === document.body;
+  if (root) window.scrollBy({ left: 0, top: step, behavior: 'instant' });
+  else el.scrollBy({ top: step, behavior: 'instant' });
+  return root ? 'document' : 'container';
+})()"""
+"""The official scroll: a large scroll container if the page has one, else the window, down by half
+the window's inner height (success is then judged on the window alone)."""
 Direction = Literal["down", "up", "left", "right"]
 
 
@@ -275,27 +291,30 @@ class PageTools:
         )
 
     async def scroll_window(self) -> ScrollResult:
-        """The official scripts' scroll: ``window.scrollBy`` down half ``window.innerHeight``, then settle.
+        """The official scripts' scroll, then settle: down half ``window.innerHeight``, in the
+        nearest large scroll container around the focus, else the document's first, else the
+        window (:data:`_OFFICIAL_SCROLL`).
 
-        Only the window scrolls (never an inner container); ``moved_px`` is the change of
-        ``window.scrollY``, which the official rule needs above 5 px.
+        ``moved_px`` is the change of ``window.scrollY`` alone, which the official rule needs above
+        5 px: when an inner container scrolled, the window did not move and the step fails, as it
+        does officially.
         """
 
         async def body() -> ScrollResult:
             before = float(await self.tab.evaluate("window.scrollY") or 0)
-            await self.tab.evaluate(_WINDOW_SCROLL)
+            scrolled = str(await self.tab.evaluate(_OFFICIAL_SCROLL) or "document")
             after = float(
                 await self.tab.evaluate(
                     scripts.WAIT_FRAME + ".then(() => window.scrollY)", await_promise=True
                 )
                 or 0
             )
-            settled = await self._settled("scroll", "down (window, half innerHeight)", "scroll")
+            settled = await self._settled("scroll", f"down ({scrolled}, half innerHeight)", "scroll")
             moved = abs(after - before)
             return ScrollResult(
                 **settled.model_dump(),
                 moved_px=round(moved, 2),
-                target="document" if moved > 0 else "none",
+                target="container" if scrolled == "container" else "document" if moved > 0 else "none",
                 scroll_x=float(await self.tab.evaluate("window.scrollX") or 0),
                 scroll_y=after,
             )

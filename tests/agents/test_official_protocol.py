@@ -89,8 +89,10 @@ async def _replay(
 
 @pytest.mark.browser
 @pytest.mark.anyio
-async def test_scroll_moves_the_window_only(pool: PagePool, tmp_path: Path) -> None:
-    """A page whose only scrolling area is an inner container: ours scrolls it, official does not."""
+async def test_official_scroll_is_judged_on_the_window(pool: PagePool, tmp_path: Path) -> None:
+    """The official scroll moves a large scroll container when the page has one, else the window,
+    and succeeds only when the window moved: a page whose scrolling area is an inner container
+    fails officially, while ours scrolls it and succeeds."""
     task = make_task(tmp_path / "ds", [{"type": "Scroll", "parameters": {"description": "scroll down"}}])
     rows = "".join(f"<p>row {i}</p>" for i in range(200))
     page = write_page(
@@ -110,6 +112,22 @@ async def test_scroll_moves_the_window_only(pool: PagePool, tmp_path: Path) -> N
     tall = write_page(tmp_path / "tall", "<div style='height:5000px'>tall</div>")
     moved = await _replay(pool, up, tall, tmp_path / "ev2", OFFICIAL)
     assert moved.success_steps == 1 and moved.actions[0].scroll_moved_px == 300
+    # a page whose window scrolls too, but holds a scroll container at least half the window high:
+    # the official scroll moves that container, the window stays, and the step fails
+    both = write_page(
+        tmp_path / "both",
+        f"<div style='height:400px;overflow-y:auto'>{rows}</div><div style='height:3000px'>more</div>",
+    )
+    official = await _replay(pool, task, both, tmp_path / "ev3", OFFICIAL)
+    ours = await _replay(pool, task, both, tmp_path / "ev4", DEFAULT)
+    assert official.success_steps == 0 and official.actions[0].failure == "no_scroll"
+    assert ours.success_steps == 1
+    # a small scroll box (under half the window) is passed over: the window scrolls
+    small = write_page(
+        tmp_path / "small",
+        f"<div style='height:120px;overflow-y:auto'>{rows}</div><div style='height:3000px'>more</div>",
+    )
+    assert (await _replay(pool, task, small, tmp_path / "ev5", OFFICIAL)).success_steps == 1
 
 
 @pytest.mark.browser

@@ -8,10 +8,13 @@ whether an assertion the judge could not answer counts as a pass.
 - ``default`` (:class:`DefaultReplay`): a Scroll scrolls the page or its main scroll container in
   the recorded direction and succeeds when the target moved more than ``min_scroll_px``; a Press
   sends the recorded key (a name the key table does not know fails).
-- ``official`` (:class:`OfficialReplay`, protocol.md section 6): a Scroll scrolls the window down
-  half ``window.innerHeight`` and succeeds when ``window.scrollY`` moved more than 5 px; a Press
-  succeeds once a key is sent (an unknown name goes out as a raw key event); Type enters the text
-  the grounder read from the description; an ``error`` or ``undetermined`` verdict passes.
+- ``official`` (:class:`OfficialReplay`, protocol.md section 6): a Scroll goes down half
+  ``window.innerHeight`` in the nearest scroll container around the focus that is at least half
+  the window high, else the first such container, else the window, and succeeds when
+  ``window.scrollY`` moved more than 5 px (so a page that scrolls in such a container fails); a
+  Press succeeds once a key is sent (an unknown name goes out as a raw key event); Type enters the
+  record's text, else the text the grounder read from the description; an ``error`` or
+  ``undetermined`` verdict passes.
 
 Under both, an action that names no key fails: no key is sent.
 """
@@ -119,7 +122,8 @@ class OfficialReplay(DefaultReplay):
     acts_unseen = True
 
     async def __call__(self, tools: PageTools, action: Action) -> Performed:
-        """Scroll the window down half its height, or send the key (raw when the name is unknown)."""
+        """Scroll as the official scripts do (a large container, else the window, down half the
+        window's height; judged on the window), or send the key (raw when the name is unknown)."""
         if action.type == "Press":
             key = pressed_key(action)
             if key is None:
