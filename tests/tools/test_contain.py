@@ -134,8 +134,9 @@ async def test_memory_a_page_makes_shared_processes_hold_counts_against_its_boun
 ) -> None:
     # WebGL textures grow the GPU process and stored data the browser process, not the renderer.
     # With a browser per slot that growth is the hog's alone: it fails as page_crashed while the
-    # page beside it, open the whole time, works on.
-    limits = Limits(action_timeout=patient(15.0), load_timeout=patient(30.0), page_memory_mb=384)
+    # page beside it, open the whole time, works on. (The bound leaves the hog's renderer, which
+    # reached 427 MiB on a loaded machine, well below it: the shared growth must be what stops it.)
+    limits = Limits(action_timeout=patient(15.0), load_timeout=patient(30.0), page_memory_mb=640)
     config = PoolConfig(
         size=2, isolation="browser", limits=limits, settle=SettleConfig(interval=0.05, max_wait=2.0)
     )
@@ -149,8 +150,9 @@ async def test_memory_a_page_makes_shared_processes_hold_counts_against_its_boun
 
 async def test_in_one_shared_browser_a_hog_stops_every_page_open(write_page: Callable[..., Path]) -> None:
     # With contexts of one Chromium the growth cannot be told apart: past the limit times the pages
-    # open, all of them stop (the machine is protected), and the pool works on.
-    limits = Limits(action_timeout=patient(15.0), load_timeout=patient(30.0), page_memory_mb=384)
+    # open, all of them stop (the machine is protected), and the pool works on. (A bound the hog's
+    # own renderer stays under, as above: 2 x 768 MiB of growth comes first.)
+    limits = Limits(action_timeout=patient(15.0), load_timeout=patient(30.0), page_memory_mb=768)
     config = PoolConfig(size=2, limits=limits, settle=SettleConfig(interval=0.05, max_wait=2.0))
     failure, shown = await _hog_beside_a_page(
         config, write_page(GPU_HOG, "webgl.html"), write_page(ORDINARY, "control.html")
