@@ -302,6 +302,15 @@ def typed_text(action: Action) -> str | None:
     return m.group(1) if m else None
 
 
+def text_to_type(action: Action, from_grounder: bool) -> str | None:
+    """The text a ``Type`` action enters when the replay knows it before grounding: the record's
+    own text under every protocol; without one, :func:`typed_text` (ours), or None where the
+    grounder reads it from the description (``from_grounder``, the official rules)."""
+    if from_grounder:
+        return action.parameters.text
+    return typed_text(action)
+
+
 def pressed_key(action: Action) -> str | None:
     """The key a ``Press`` action sends: ``parameters.key``, else a key named in the description.
 

@@ -86,9 +86,10 @@ class MemoryWatchdog:
         """How many pages the browser has open now; None: shared processes are not watched."""
         self.slack_mb = {"gpu": gpu_slack_mb, "other": browser_slack_mb}
         """Growth of the GPU process, and of the other shared processes, that is not charged to
-        pages: what any page brings. Measured under the tests' load: up to 250 MiB for the GPU and
-        browser processes together on ordinary pages, and 1.3 GiB in the browser process while the
-        judge read a page of 100,000 elements (DevTools messages). A hog is stopped past that."""
+        pages: what any page brings. Measured: up to 250 MiB for the GPU and browser processes
+        together on ordinary pages under the tests' load (a 50,000-button page alone: 48 MiB GPU,
+        92 MiB others), and over 1.5 GiB with the hostile-page tests' two pages open in one
+        browser, cause not pinned down. A hog is stopped past that."""
         self.limit_mb = limit_mb
         self.interval = interval
         self.rescan_every = max(1, rescan_every)

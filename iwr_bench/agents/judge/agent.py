@@ -43,7 +43,7 @@ from iwr_bench.agents.judge.llm_base import CallReporter, answer_fields, model_l
 from iwr_bench.agents.judge.records import AssertionVerdict, FailureClass, StepBudget
 from iwr_bench.agents.judge.replay import ReplayPolicy
 from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
-from iwr_bench.dataset.models import typed_text
+from iwr_bench.dataset.models import text_to_type
 from iwr_bench.registry import capability, register
 from iwr_bench.tools.errors import ToolRetry
 from iwr_bench.tools.models import ActionResult, Observation, ScrollResult
@@ -295,11 +295,7 @@ class AgentStepJudge:
         """Perform and judge one action; model failures and exhausted budgets become the outcome."""
         action = request.action
         from_grounder = capability(request.policy, ReplayPolicy, "text_from_grounder")
-        # the record's own text wins under every protocol; without one, the official rules read it
-        # from the description (the grounder's job), ours take the description's first quoted span
-        text = None
-        if action.type == "Type":
-            text = action.parameters.text if from_grounder else typed_text(action)
+        text = text_to_type(action, from_grounder) if action.type == "Type" else None
         if action.type == "Type" and not from_grounder and text is None:
             return StepOutcome(
                 performed=False, failure="action_error", message="the Type action gives no text to type"

@@ -44,7 +44,7 @@ from iwr_bench.agents.judge.records import (
 from iwr_bench.agents.judge.replay import ReplayPolicy, policy_for
 from iwr_bench.agents.judge.step import StepJudge, StepRequest
 from iwr_bench.dataset.layout import Task
-from iwr_bench.dataset.models import Action, typed_text
+from iwr_bench.dataset.models import Action, text_to_type
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import capability
 from iwr_bench.tools.errors import COVERED, PageFailure, ToolRetry
@@ -245,9 +245,7 @@ class Executor:
     async def _click_or_type(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
         typing = action.type == "Type"
         from_grounder = capability(self.policy, ReplayPolicy, "text_from_grounder")
-        # the record's own text wins under every protocol; without one, the official rules read it
-        # from the description (the grounder's job), ours take the description's first quoted span
-        text = (action.parameters.text if from_grounder else typed_text(action)) if typing else None
+        text = text_to_type(action, from_grounder) if typing else None
         if typing and not from_grounder and text is None:
             raise _Failed("action_error", "the Type action gives no text to type")
         for attempt in range(self.config.retries_on_stale + 1):
