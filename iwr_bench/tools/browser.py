@@ -74,6 +74,9 @@ class TabSetup(BaseModel):
     """Step of a stepped page clock (None: the page clock follows real time)."""
     load_timeout: float
     """Seconds the first load may take."""
+    local_fetch: bool = True
+    """Whether the page may fetch, XHR or EventSource its own files (False: they fail, as on a
+    ``file://`` page)."""
 
 
 class Tab(Protocol):

@@ -17,7 +17,7 @@ import socket
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, suppress
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ logging.getLogger("cdp_use").setLevel(logging.ERROR)  # it logs every connection
 _Handler = Callable[[Mapping[str, Any], str | None], None]
 
 
+STORAGE_POLL_S = 0.5
+"""How often each page's stored data is measured."""
 WINDOW_FRAME_PX = 85
 """How much taller a desktop Chrome window is than its page (tab strip and toolbar)."""
 
@@ -176,10 +178,40 @@ class ChromiumBrowser:
         """Pages open now, those whose context is being set up included (read by the watchdog)."""
         return len(self._tabs) + len(self._pending_contexts)
 
-    @staticmethod
-    async def _watch(watchdog: MemoryWatchdog, scope: anyio.CancelScope) -> None:
+    async def _watch(self, watchdog: MemoryWatchdog, scope: anyio.CancelScope) -> None:
         with scope:
-            await watchdog.run()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watchdog.run)
+                tg.start_soon(self._watch_storage, watchdog)
+
+    async def _watch_storage(self, watchdog: MemoryWatchdog) -> None:
+        """Charge each page's stored data (IndexedDB, Cache Storage, origin-private files: held by
+        the browser process in an off-the-record context) to that page: stored data plus its
+        renderer above the limit fails the page as ``page_crashed``. The quota set in
+        :meth:`_prepare` keeps the data within the limit between two looks."""
+        while True:
+            await anyio.sleep(STORAGE_POLL_S)
+            tabs = [tab for tab in self._tabs.values() if tab.failure is None]
+            for tab in tabs:
+                stored = await tab.stored_mb()
+                own = watchdog.renderer_mb(alone=len(tabs) == 1)
+                if stored is not None and stored + own > self.config.memory_mb:
+                    measured = "" if len(tabs) == 1 else "at least "
+                    tab.fail(
+                        PageFailure(
+                            "page_crashed",
+                            f"the page used {stored + own:.0f} MiB > limit {self.config.memory_mb} "
+                            f"MiB: {stored:.0f} MiB of stored data (IndexedDB, Cache Storage, "
+                            f"origin-private files) and {measured}{own:.0f} MiB in its renderer",
+                        )
+                    )
+                    self._spawn(partial(self._end_target, tab))
+
+    async def _end_target(self, tab: CdpTab) -> None:
+        """Close a failed tab's page at once (its renderer's memory goes back; the stored data goes
+        when the pool disposes of its context)."""
+        with anyio.move_on_after(5), suppress(RuntimeError, ConnectionError):
+            await self.client.send.Target.closeTarget(params={"targetId": tab.target_id})
 
     @property
     def containment(self) -> Containment:
@@ -282,6 +314,7 @@ class ChromiumBrowser:
         finally:
             self._pending_contexts.discard(context_id)
         tab = CdpTab(client, self._spawn, target_id, session_id, context_id, setup.origin, self.containment)
+        tab.local_fetch = setup.local_fetch
         tab.viewport = setup.viewport
         self._tabs[session_id] = tab
         self._by_target[target_id] = tab
@@ -294,7 +327,7 @@ class ChromiumBrowser:
                 reply = await tab.send("Page.navigate", {"url": setup.url})
                 if reply.get("errorText"):
                     raise PageFailure("load_failed", f"{setup.url}: {reply['errorText']}")
-                await tab.loaded.wait()
+                await tab.wait_loaded()
         except TimeoutError:
             tab.fail(PageFailure("timeout", f"the page did not load within {setup.load_timeout:g} s"))
         except PageFailure as failure:
@@ -324,6 +357,11 @@ class ChromiumBrowser:
         det = setup.determinism
         for domain in ("Page", "Runtime", "Log"):
             await tab.send(f"{domain}.enable")
+        # What the page may store (IndexedDB, Cache Storage, origin-private files) lives in the
+        # browser process: capped at the page's memory bound (Chromium's own quota is a share of
+        # the disk, 1.3 GiB and more here); :meth:`_watch_storage` charges it to the page
+        quota = self.config.memory_mb * 1024 * 1024
+        await tab.send("Storage.overrideQuotaForOrigin", {"origin": setup.origin, "quotaSize": quota})
         vp = setup.viewport
         screen = screen_for(vp)
         await tab.send(
@@ -458,6 +496,11 @@ class ChromiumBrowser:
         context_id = str(info.get("browserContextId") or "")
         owner = self._by_context.get(context_id) or self._by_target.get(str(info.get("openerId") or ""))
         parent = self._tabs.get(session_id or "") or self._workers.get(session_id or "")
+        if info.get("type") == "service_worker" and parent is not None:
+            # a service worker is attached twice, by the browser's auto-attach and by its page's:
+            # the browser's session (always there) is the one kept, intercepting and pinned
+            self._release(new_session)
+            return
         if info.get("type") != "page" and (parent or owner) is not None:
             tab = parent or owner
             assert tab is not None

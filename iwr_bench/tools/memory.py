@@ -22,6 +22,10 @@ while no page was open, less an allowance for what any page brings (``gpu_slack_
 * with several pages open in one browser (the default ``isolation="context"``) the growth cannot
   be told apart, so the renderers are killed only when it exceeds the limit times the number of
   open pages, every one of them: the machine is protected, the neighbours are not.
+
+Stored data is measured per page, whatever the isolation: the browser caps each page's origin at
+its bound by quota and adds the origin's usage to the page's renderer
+(``ChromiumBrowser._watch_storage``), using :meth:`MemoryWatchdog.renderer_mb`.
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ class MemoryWatchdog:
         """Recent kills not yet matched to a crashed page: (monotonic time, reason)."""
         self.peak_mb = 0.0
         """Largest renderer resident size seen, in MiB."""
+        self._sizes_mb: list[float] = []
         self._types: dict[int, str] = {}
         self._shared: dict[str, list[int]] = {"gpu": [], "other": []}
         self.baseline_mb: dict[str, float] = {}
@@ -125,6 +130,7 @@ class MemoryWatchdog:
                 alive = set(pids)
                 self._types = {p: t for p, t in self._types.items() if p in alive}
         sizes = {pid: _rss(pid) for pid in self._renderers}
+        self._sizes_mb = [rss / _MIB for rss in sizes.values() if rss > 0]
         for pid, rss in sizes.items():
             self.peak_mb = max(self.peak_mb, rss / _MIB)
             if rss > limit:
@@ -133,6 +139,13 @@ class MemoryWatchdog:
         if pages is not None:
             self._check_shared(pages, sizes, reasons)
         return reasons
+
+    def renderer_mb(self, *, alone: bool) -> float:
+        """What one page's renderer holds, in MiB, as of the last pass: the largest renderer when the
+        page is alone in its browser, else the smallest (which renderer is whose is not known)."""
+        if not self._sizes_mb:
+            return 0.0
+        return max(self._sizes_mb) if alone else min(self._sizes_mb)
 
     def _check_shared(self, pages: int, renderers: dict[int, int], reasons: list[str]) -> None:
         sizes = {group: sum(_rss(pid) for pid in pids) / _MIB for group, pids in self._shared.items()}

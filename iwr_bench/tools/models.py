@@ -126,6 +126,13 @@ class PageSpec(BaseModel):
     clock_step_ms: int | None = Field(default=None, ge=1, le=600_000)
     """Run this page on a stepped clock moving this many ms per action (the task's recorded one, see
     :attr:`Determinism.clock_step_ms`); None: the pool's setting."""
+    loading: Literal["http", "file"] = "http"
+    """``http``: the page's folder served as a site, assets also answered under the placeholder,
+    ``/assets/`` and any path ending ``assets/<file>``. ``file``: as the official scripts open a page
+    (``file://``, ``--protocol official``): every URL is the file's own absolute path, so only the
+    paths a ``file://`` load resolves are answered (files in the page's folder or the task's assets
+    folder), and ``fetch``/XHR/EventSource of local files fail, as Chromium refuses them on
+    ``file://``."""
 
     @field_validator("page")
     @classmethod

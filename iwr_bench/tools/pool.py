@@ -153,7 +153,11 @@ class PagePool:
                     determinism = determinism.model_copy(update={"epoch_ms": spec.clock_start_ms})
                 clock = determinism.epoch_ms if determinism.clock == "fixed_start" else None
                 async with PageServer(
-                    spec.page, spec.assets_dir, listen=browser.listen, clock_start_ms=clock
+                    spec.page,
+                    spec.assets_dir,
+                    listen=browser.listen,
+                    clock_start_ms=clock,
+                    file_paths=spec.loading == "file",
                 ) as server:
                     if requests is not None:
                         server.requests = requests
@@ -165,6 +169,7 @@ class PagePool:
                         seed=_seed(spec, determinism, server),
                         clock_step_ms=spec.clock_step_ms or determinism.clock_step_ms,
                         load_timeout=self.config.limits.load_timeout,
+                        local_fetch=spec.loading == "http",
                     )
                     tab: Tab | None = None
                     try:

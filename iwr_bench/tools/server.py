@@ -11,6 +11,12 @@ folder (``../../../data/data/<id>/assets/<file>``), which a browser normalises t
 ``assets/<file>`` and that the page folder cannot answer is therefore answered from the assets
 folder too (the part after an ``assets`` segment, under the same no-traversal rule).
 
+With ``file_paths`` (``PageSpec.loading="file"``, the official protocol) the server behaves as a
+``file://`` load does instead: the page's URL path is its absolute file path, every request path is
+read as an absolute file path, and it is answered only when that file lies in the page's folder or
+the assets folder. No placeholder or ``assets/`` fallback applies, so a wrong asset path shows no
+image, as it does when the official scripts open the page.
+
 Responses carry nothing that tells the real time: ``Last-Modified`` and ``ETag`` (which encodes the
 file's modification time) are dropped, and ``Date`` reads the page's own clock when one is given, so
 a page cannot compare its pinned ``Date.now()`` with the server's and learn that it is being judged.
@@ -26,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from pathlib import Path
 from types import TracebackType
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -72,10 +79,13 @@ class PageServer:
         assets_dir: str | Path | None = None,
         listen: Callable[[], Awaitable[socket.socket]] | None = None,
         clock_start_ms: int | None = None,
+        file_paths: bool = False,
     ) -> None:
         """``clock_start_ms``, when given, is the page clock's start: ``Date`` headers then read that
-        clock (advancing with real time from the server's start) instead of the machine's."""
+        clock (advancing with real time from the server's start) instead of the machine's.
+        ``file_paths``: serve as a ``file://`` load resolves (see the module's docstring)."""
         self.root, self.entry = locate_page(page)
+        self.file_paths = file_paths
         self._clock_start_ms = clock_start_ms
         self._started = time.monotonic()
         self._listen = listen
@@ -94,9 +104,13 @@ class PageServer:
     @property
     def url(self) -> str:
         """URL of the page itself."""
+        if self.file_paths:
+            return f"{self.origin}{quote((self.root / self.entry).as_posix())}"
         return f"{self.origin}/{self.entry}"
 
     def _lookup(self, path: str) -> Path | None:
+        if self.file_paths:
+            return self._as_file(path)
         for prefix in _ASSET_PREFIXES:
             if path.startswith(prefix):
                 if self.assets is None:
@@ -106,6 +120,20 @@ class PageServer:
         found = resolve_inside(self.root, rel)
         if found is None and self.assets is not None:
             found = self._relative_asset(path)
+        return found
+
+    def _as_file(self, path: str) -> Path | None:
+        """The file a ``file://`` URL with this path names, if it lies in the page's folder or the
+        task's assets folder (a ``file://`` page could read more; the sandbox answers no more)."""
+        if "\x00" in path:
+            return None
+        try:
+            found = Path(posixpath.normpath(path)).resolve()
+        except (OSError, RuntimeError, ValueError):
+            return None
+        roots = (self.root, *((self.assets,) if self.assets is not None else ()))
+        if not any(found.is_relative_to(root) for root in roots) or not found.is_file():
+            return None
         return found
 
     def _relative_asset(self, path: str) -> Path | None:

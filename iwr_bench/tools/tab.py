@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
+from functools import partial
 from typing import Any, Literal
 
 import anyio
@@ -32,12 +33,20 @@ _NAVIGATED = (
 )
 
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+_NETWORK = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}
+_SCRIPTED_FETCH = frozenset({"Fetch", "XHR", "EventSource"})
+_FILE_FETCH = "local file read by fetch/XHR (refused on file:// pages)"
 
 World = Literal["judge", "page"]
 """Where :meth:`CdpTab.evaluate` runs: the judge's isolated world or the page's own."""
 
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 """Runs a coroutine function in the background (the browser's task group)."""
+
+
+def _literal(url: str) -> str:
+    """``url`` as a Fetch URL pattern that matches it alone (``*``, ``?`` and ``\\`` escaped)."""
+    return url.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
 
 
 def _short(text: str, limit: int = _MAX_URL) -> str:
@@ -64,6 +73,8 @@ class CdpTab:
         self.context_id = context_id
         self.origin = origin
         self.viewport = Viewport()
+        self.local_fetch = True
+        """False: fetch, XHR and EventSource of the page's own files fail (a ``file://`` page)."""
         self._spawn = spawn
         self._failure: PageFailure | None = None
         self._dead = anyio.Event()
@@ -83,6 +94,8 @@ class CdpTab:
         dedicated worker, an out-of-process frame), each with a seed of its own; set by the browser."""
         self._realms = 0
         self._held_scripts: dict[str, str] = {}
+        self._worker_scripts: dict[str, tuple[str, str]] = {}
+        """Service worker session -> (its script's URL, the determinism script to put before it)."""
         self._judge_context: str | None = None
         self._judge_ready = anyio.Event()
 
@@ -97,6 +110,18 @@ class CdpTab:
         if self._failure is None:
             self._failure = failure
         self._dead.set()
+
+    async def wait_loaded(self) -> None:
+        """Wait until the page's load event, or until the tab fails (a renderer killed while the
+        page loads ends the wait at once, not at the load deadline)."""
+        async with anyio.create_task_group() as tg:
+
+            async def first(event: anyio.Event) -> None:
+                await event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first, self.loaded)
+            tg.start_soon(first, self._dead)
 
     # ----- CDP calls ---------------------------------------------------------------------------
     async def send(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -140,6 +165,16 @@ class CdpTab:
             self.fail(failure)
             return failure
         return PageFailure("closed", f"{method} failed: {_short(text)}")
+
+    async def stored_mb(self) -> float | None:
+        """MiB the page's origin has stored (IndexedDB, Cache Storage, origin-private files,
+        service workers), as Chromium's quota system counts it; None if it cannot say."""
+        with anyio.move_on_after(2), suppress(RuntimeError, ConnectionError, KeyError, TypeError, ValueError):
+            reply = await self.client.send_raw(
+                "Storage.getUsageAndQuota", {"origin": self.origin}, self.session_id
+            )
+            return float(reply["usage"]) / (1024 * 1024)
+        return None
 
     async def evaluate(self, expression: str, *, await_promise: bool = False, world: World = "judge") -> Any:
         """Evaluate ``expression`` and return its JSON value.
@@ -275,7 +310,15 @@ class CdpTab:
         url = str(event["request"]["url"])
         kind = str(event.get("resourceType", "Other"))
         session = session_id or self.session_id
+        if "responseStatusCode" in event or "responseErrorReason" in event:
+            self._spawn(partial(self._prefix_script, event, session))
+            return
         main_frame = session_id is None and event.get("frameId") == self.target_id and kind == "Document"
+        if self._same_origin(url) and not self.local_fetch and kind in _SCRIPTED_FETCH:
+            self._add(self.blocked, BlockedRequest(url=_short(url), resource_type=kind, reason=_FILE_FETCH))
+            denied = {"requestId": request_id, "errorReason": "AccessDenied"}
+            self._reply("Fetch.failRequest", denied, session)
+            return
         if self._same_origin(url):
             if main_frame and self.first_load_done:
                 self._add(self.navigations, NavigationRecord(url=_short(url), blocked=False))
@@ -294,6 +337,28 @@ class CdpTab:
             params = {"requestId": request_id, "errorReason": "BlockedByClient"}
             self._reply("Fetch.failRequest", params, session)
 
+    async def _prefix_script(self, event: Mapping[str, Any], session_id: str) -> None:
+        """A service worker's own script has arrived: answer it with the determinism script first."""
+        request_id = str(event["requestId"])
+        known = self._worker_scripts.get(session_id)
+        with suppress(RuntimeError, ConnectionError):
+            status = int(event.get("responseStatusCode") or 0)
+            if known is None or not 200 <= status < 300:
+                await self.client.send_raw("Fetch.continueRequest", {"requestId": request_id}, session_id)
+                return
+            got = await self.client.send_raw("Fetch.getResponseBody", {"requestId": request_id}, session_id)
+            body = base64.b64decode(got["body"]) if got.get("base64Encoded") else str(got["body"]).encode()
+            headers = [
+                h for h in event.get("responseHeaders") or [] if h.get("name", "").lower() != "content-length"
+            ]
+            fulfil = {
+                "requestId": request_id,
+                "responseCode": status,
+                "responseHeaders": headers,
+                "body": base64.b64encode(known[1].encode() + b"\n" + body).decode(),
+            }
+            await self.client.send_raw("Fetch.fulfillRequest", fulfil, session_id)
+
     def _worker_source(self, session_id: str) -> Literal["worker", "frame"]:
         return "frame" if self._worker_kinds.get(session_id) == "iframe" else "worker"
 
@@ -301,17 +366,18 @@ class CdpTab:
         """A worker or out-of-process frame of this page (held at start): intercept its requests, then
         let it run. A worker script from another origin is refused by the interception itself."""
         self._worker_kinds[session_id] = kind
-        pinned = self._pinned(kind, session_id)
+        pinned = self._pinned(kind, session_id, url)
+        patterns: list[dict[str, str]] = [{"urlPattern": "*"}]
+        if session_id in self._worker_scripts:  # its own script, to rewrite once it has arrived
+            patterns.append({"urlPattern": _literal(url), "requestStage": "Response"})
 
         async def setup() -> None:
             for method, params in (
+                ("Fetch.enable", {"patterns": patterns}),
+                # (Network.enable on a service worker's session keeps its registration pending)
+                *(() if kind == "service_worker" else (("Network.enable", _NETWORK),)),
+                ("Target.setAutoAttach", _AUTO_ATTACH),
                 *pinned,
-                ("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}),
-                ("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}),
-                (
-                    "Target.setAutoAttach",
-                    {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True},
-                ),
             ):
                 try:
                     await self.client.send_raw(method, params, session_id)
@@ -326,7 +392,7 @@ class CdpTab:
 
         self._spawn(setup)
 
-    def _pinned(self, kind: str, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+    def _pinned(self, kind: str, session_id: str, url: str) -> list[tuple[str, dict[str, Any]]]:
         """The CDP calls that put the page's pinned clock and seeded randomness into a new realm held
         at start, before it runs. A frame in a process of its own gets it in each document it loads
         (frames in the page's process, sandboxed ones included, get the page's own script, and a
@@ -334,13 +400,18 @@ class CdpTab:
         before its first script (an instrumentation breakpoint: evaluating in a worker held at
         start would wait for it to run), the script is evaluated there (:meth:`on_realm_paused`),
         and the worker goes on. Realms are numbered in the order they attach, each with a seed of
-        its own. Shared and service workers get nothing."""
-        if self.realm_script is None or kind not in ("iframe", "worker"):
+        its own. A shared worker is held the same way. A service worker's breakpoint never fires
+        (the worker stays pending), so its script is rewritten instead: the determinism script goes
+        before it when it arrives (:meth:`on_request_paused`, at the response stage)."""
+        if self.realm_script is None or kind not in ("iframe", "worker", "shared_worker", "service_worker"):
             return []
         self._realms += 1
         source = self.realm_script(self._realms)
         if kind == "iframe":
             return [("Page.addScriptToEvaluateOnNewDocument", {"source": source})]
+        if kind == "service_worker":
+            self._worker_scripts[session_id] = (url, source)
+            return []
         self._held_scripts[session_id] = source
         return [
             ("Debugger.enable", {}),

@@ -158,6 +158,12 @@ tick();
 fetch('/never-ending-' + Math.random()).catch(() => {});
 </script></body></html>"""
 
+DETECT_SW = """self.addEventListener('install', () => self.skipWaiting());
+self.addEventListener('activate', (e) => e.waitUntil(self.clients.claim()));
+self.addEventListener('message', (e) => e.source.postMessage([Date.now(), Math.random()]));
+"""
+"""The detection page's service worker (``detect-sw.js`` beside it): answers with its clock."""
+
 DETECT = (
     """<!doctype html><html><body>"""
     + _REPORT
@@ -244,7 +250,23 @@ const worker = answer('worker', (end) => {
   };
   w.onerror = () => end('worker failed');
 });
-Promise.all([headers, sandboxed, worker]).then(() =>
+const shared = answer('shared worker', (end) => {
+  const code = 'onconnect = (e) => e.ports[0].postMessage([Date.now(), Math.random()])';
+  const w = new SharedWorker(URL.createObjectURL(new Blob([code], { type: 'text/javascript' })));
+  w.port.onmessage = (e) => { if (far(e.data[0])) seen.push('shared worker clock'); end(); };
+  w.onerror = () => end('shared worker failed');
+});
+const service = answer('service worker', (end) => {
+  navigator.serviceWorker.onmessage = (e) => {
+    if (far(e.data[0])) seen.push('service worker clock');
+    end();
+  };
+  navigator.serviceWorker.register('detect-sw.js')
+    .then(() => navigator.serviceWorker.ready)
+    .then((r) => r.active.postMessage('when'))
+    .catch((e) => end('service worker failed: ' + e));
+});
+Promise.all([headers, sandboxed, worker, shared, service]).then(() =>
   out(seen.length ? 'detected: ' + seen.join(', ') : 'clean; worker drew ' + drawn));
 </script></body></html>"""
 )
@@ -311,6 +333,22 @@ for (let i = 0; i < chunk.length; i += 4096) chunk[i] = i & 255;
 })().catch((e) => { s.textContent = 'error ' + e; });
 </script></body></html>"""
 """Stores 32 MiB answers in Cache Storage (2.5 GiB in all)."""
+
+BLOB_HOG = """<!doctype html><html><body><p id="s">start</p><script>
+// a Blob's bytes go to the browser process's blob store, outside every quota
+const s = document.getElementById('s');
+const kept = [];
+const chunk = new Uint8Array(32 * 1024 * 1024);
+for (let i = 0; i < chunk.length; i += 4096) chunk[i] = i & 255;
+(async () => {
+  for (let n = 0; n < 80; n++) {
+    kept.push(new Blob([chunk]));
+    await new Promise((done) => setTimeout(done, 50));
+    s.textContent = 'held ' + (n + 1) * 32 + ' MiB';
+  }
+})();
+</script></body></html>"""
+"""Holds 32 MiB Blobs (2.5 GiB in all)."""
 
 
 def _fill(text: str, listener: Listener, other: str) -> str:
