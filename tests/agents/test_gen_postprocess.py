@@ -5,6 +5,7 @@ from __future__ import annotations
 from iwr_bench.agents.generation.postprocess import (
     PLACEHOLDER,
     extract_html,
+    official_postprocess,
     postprocess,
     remove_iframes,
     resolve_assets,
@@ -94,3 +95,44 @@ def test_placeholder_target_is_configurable() -> None:
 def test_empty_answer_is_an_empty_page() -> None:
     assert postprocess("") == ""
     assert postprocess("```html\n\n```") == ""
+
+
+def test_html_on_the_fence_line_and_fences_in_sentences() -> None:
+    # the default keeps what a reader would take as the page; the official rules differ (below)
+    assert postprocess("```html<p>same line</p>```") == "<p>same line</p>\n"
+    assert postprocess("```html <div>a</div>\n```") == "<div>a</div>\n"
+    assert postprocess("Here is the page: ```html\n<p>x</p>\n``` done") == "<p>x</p>\n"
+
+
+# Each answer with the page the official generator's post-processing makes of it (its utils/core.py
+# at commit 891ca67, run on these answers outside the project): first ```html block by a non-greedy match
+# that may begin on the fence's line, iframes removed, every leftover fence deleted in place, the
+# placeholder replaced as plain text.
+_OFFICIAL = [
+    ("", ""),
+    ("   ", ""),
+    ("<p>x</p>", "<p>x</p>"),
+    ("```html<p>same line</p>```", "<p>same line</p>"),
+    ("```html <div>a</div>\n```", "<div>a</div>"),
+    ("Here is the page: ```html\n<p>x</p>\n``` done", "<p>x</p>"),
+    ("Use ```html fences, like so: <p>y</p>", "Use  fences, like so: <p>y</p>"),
+    ("```html\n<p>a</p>\n```\n```html\n<p>b</p>\n```", "<p>a</p>"),
+    ("````html\n<p>a</p>\n````", "<p>a</p>"),
+    ("```html\n<script>let s = '```';</script>\n```", "<script>let s = '"),
+    (
+        f"```html\n<img src='./{PLACEHOLDER}/a.png'><img src='{PLACEHOLDER}//b.png'>\n```",
+        "<img src='./../assets/a.png'><img src='../assets//b.png'>",
+    ),
+    ("```html\n<iframe src=x>in</iframe><p>k</p><iframe src=y /><iframe>\n```", "<p>k</p>"),
+    ("```html\n<p>truncated", "\n<p>truncated"),  # no block: the fence goes, the newline stays
+    ("text ```js\nx()\n``` more", "text js\nx()\n more"),
+]
+
+
+def test_official_extraction_follows_the_official_rules() -> None:
+    for answer, page in _OFFICIAL:
+        assert official_postprocess(answer, "../assets") == page, answer
+
+
+def test_official_extraction_leaves_the_placeholder_for_the_writer() -> None:
+    assert official_postprocess(f"<img src='{PLACEHOLDER}/a.png'>") == f"<img src='{PLACEHOLDER}/a.png'>"

@@ -132,6 +132,31 @@ async def test_official_scroll_is_judged_on_the_window(pool: PagePool, tmp_path:
 
 @pytest.mark.browser
 @pytest.mark.anyio
+async def test_pages_open_as_the_official_scripts_open_them(pool: PagePool, tmp_path: Path) -> None:
+    """Officially a page is opened from file://: its button, drawn from a sibling file it fetches,
+    never appears (Chromium refuses fetch of local files there), and an image named by a path that
+    only ends in assets/<file> shows nothing; over our HTTP server both work."""
+    task = make_task(tmp_path / "ds", [{"type": "Click", "parameters": {"description": "the 'Go' button"}}])
+    page = write_page(
+        tmp_path / "page",
+        "<img id='pic' src='../somewhere/assets/a.png'><div id='slot'></div><script>"
+        "fetch('label.txt').then((r) => r.text()).then((t) => {"
+        " const b = document.createElement('button'); b.textContent = t; b.className = 'btn';"
+        " document.getElementById('slot').appendChild(b); });</script>",
+    )
+    (page / "label.txt").write_text("Go", encoding="utf-8")
+    assets = task.assets_dir
+    assets.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (40, 40), "red").save(assets / "a.png")
+    ours = await _replay(pool, task, page, tmp_path / "ev0", DEFAULT)
+    official = await _replay(pool, task, page, tmp_path / "ev1", OFFICIAL)
+    assert ours.success_steps == 1 and ours.blocked_requests == 0
+    assert official.success_steps == 0 and official.blocked_requests == 1
+    assert any("404" in e for e in official.console_errors), official.console_errors
+
+
+@pytest.mark.browser
+@pytest.mark.anyio
 async def test_press_succeeds_once_a_key_is_sent(pool: PagePool, tmp_path: Path) -> None:
     task = make_task(
         tmp_path / "ds", [{"type": "Press", "parameters": {"description": "x", "key": "MediaPlayPause"}}]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ def write_page(folder: Path, body: str) -> Path:
 def _official_tree(tmp_path: Path) -> tuple[Path, Path]:
     """Two built-in tasks as an official dataset (one action each, 480x270), and an official
     results tree for them: task 101 in the official lower-case folder plus a page whose asset
-    paths lead nowhere, task 109 in our spelling."""
+    paths lead nowhere on disk (though they end in ``assets/<file>``), task 109 in our spelling."""
     data = tmp_path / "bench"
     keep = cut_builtin_tasks(data, (101, 109), actions=1, size=(480, 270))
     results = tmp_path / "results"
@@ -33,13 +34,17 @@ def _official_tree(tmp_path: Path) -> tuple[Path, Path]:
         html = (data / "data" / tid / "reference" / "index.html").read_text()
         for site_path, anon in json.loads((SAMPLE / "asset_maps" / f"{tid}.json").read_text()).items():
             html = html.replace(f'"{site_path}"', f'"__PLACEHOLDER_ASSETS_BASE_DIR__/{anon}"')
-        official = html.replace("__PLACEHOLDER_ASSETS_BASE_DIR__/", f"../../../data/data/{tid}/assets/")
+        # the official generator's path: from the page's folder to the task's assets (both folder
+        # spellings lie at the same depth); opened as file://, only a path that resolves shows
+        assets = os.path.relpath(data / "data" / tid / "assets", results / tid / "gpt-4o")
+        official = html.replace("__PLACEHOLDER_ASSETS_BASE_DIR__/", f"{assets}/")
         assert official != html
         if tid == "101":
             write_page(results / tid / "gpt-4o", official)
             (results / tid / "gpt-4o" / "temp_frames").mkdir()
             Image.new("RGB", (8, 8)).save(results / tid / "gpt-4o" / "temp_frames" / "frame_0000.jpg")
-            broken = html.replace("__PLACEHOLDER_ASSETS_BASE_DIR__/", f"../../../data/data/{tid}/nowhere/")
+            # a path that an HTTP server's "ends in assets/<file>" rule would still answer
+            broken = html.replace("__PLACEHOLDER_ASSETS_BASE_DIR__/", f"../../../data/data/{tid}/assets/")
             write_page(results / tid / "Broken", broken)
         else:  # ours: the model folder spelled as the model is named
             write_page(results / tid / "GPT-4o", official)

@@ -20,7 +20,7 @@ from iwr_bench.agents.generation.config import ModelConfig
 from iwr_bench.agents.generation.errors import FailureKind, GenerationError
 from iwr_bench.agents.generation.models import accepts_video, build_model
 from iwr_bench.agents.generation.official import Preset, for_protocol, frame_parts, sheet_parts
-from iwr_bench.agents.generation.postprocess import postprocess
+from iwr_bench.agents.generation.postprocess import official_postprocess, postprocess
 from iwr_bench.agents.generation.prompt import (
     PromptFile,
     build_content,
@@ -148,7 +148,10 @@ class LVLMGenerator:
         return self._finish(base, answer, start)
 
     def _finish(self, base: GenerationResult, answer: ModelAnswer, start: float) -> GenerationResult:
-        page = postprocess(answer.text, self.asset_base)
+        if self.protocol is EvalProtocol.official:
+            page = official_postprocess(answer.text, self.asset_base)
+        else:
+            page = postprocess(answer.text, self.asset_base)
         if answer.text.strip() and not page.strip():  # text, but nothing of it makes a page
             failed = _failed(base, FailureKind.empty_page, ValueError(_NO_PAGE), start)
             update = {"raw": answer.text, "usage": answer.usage, "cache_hit": answer.cache_hit}

@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 from iwr_bench.agents.generation.config import slugify
-from iwr_bench.agents.generation.postprocess import resolve_assets
+from iwr_bench.agents.generation.postprocess import PLACEHOLDER, resolve_assets
 from iwr_bench.agents.generation.records import GenerationResult
 from iwr_bench.agents.generation.wrappers import write_atomic
+from iwr_bench.protocol import EvalProtocol
 
 PAGE = "index.html"
 RAW = "raw.txt"
@@ -35,7 +36,10 @@ def resolve_page_assets(folder: Path, result: GenerationResult) -> None:
     if result.asset_base is not None or result.assets_dir is None:
         return
     base = relative_assets(folder, Path(result.assets_dir))
-    result.html = resolve_assets(result.html, base)
+    if result.protocol is EvalProtocol.official:  # plain text, as the official generator does
+        result.html = result.html.replace(PLACEHOLDER, base)
+    else:
+        result.html = resolve_assets(result.html, base)
     result.asset_base = base
 
 

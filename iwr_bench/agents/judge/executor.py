@@ -115,6 +115,8 @@ class Executor:
             page=str(page),
             assets_dir=str(task.assets_dir) if task.assets_dir.is_dir() else None,
             viewport=Viewport(width=size.width, height=size.height),
+            # opened as the official scripts open it (file://) under their protocol
+            loading="file" if self.config.protocol is EvalProtocol.official else "http",
             **task.record.recording_details.model_dump(
                 include={"random_seed", "clock_start_ms", "clock_step_ms"}
             ),
