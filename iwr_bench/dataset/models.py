@@ -13,7 +13,15 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 ActionType = Literal["Click", "Type", "Scroll", "Press"]
 ACTION_TYPES: tuple[str, ...] = ("Click", "Type", "Scroll", "Press")
@@ -179,6 +187,47 @@ class Action(Record):
     """When set, the state after this action is compared with a checkpoint image."""
     logical_assertion: str = ""
     """A postcondition checked on the before/after screenshots; empty when there is none."""
+
+    _given: dict[str, Any] = PrivateAttr(default_factory=dict[str, Any])
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_given(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """Keep the type and flag as the record spells them (the official scripts read those)."""
+        action = handler(data)
+        if isinstance(data, dict) and isinstance(action, Action):
+            action._given = {k: data[k] for k in ("type", "visual_evaluation_flag") if k in data}
+        return action
+
+    @property
+    def official_type(self) -> str:
+        """The type as the official scripts read it: the record's value unchanged, so ``click`` or
+        ``" Click"`` is no type they know and the step fails there."""
+        given = self._given.get("type", self.type)
+        return given if isinstance(given, str) else repr(given)
+
+    @property
+    def official_flag(self) -> bool:
+        """The visual flag as the official scripts read it: Python truth of the record's value, so
+        the string ``"false"`` is set and ``0`` or ``""`` is not."""
+        return bool(self._given.get("visual_evaluation_flag", self.visual_evaluation_flag))
+
+    @property
+    def read_otherwise_officially(self) -> list[str]:
+        """What of this action the official scripts read otherwise than we do (empty: nothing)."""
+        found: list[str] = []
+        if self.official_type != self.type:
+            found.append(
+                f"type {self.official_type!r} is read as {self.type}; the official scripts know no such "
+                "type and fail the step"
+            )
+        if self.official_flag != self.visual_evaluation_flag:
+            given = self._given.get("visual_evaluation_flag")
+            found.append(
+                f"visual_evaluation_flag {given!r} is read as {self.visual_evaluation_flag}; the official "
+                f"scripts read it as {self.official_flag}"
+            )
+        return found
 
     @field_validator("type", mode="before")
     @classmethod

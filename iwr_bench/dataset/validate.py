@@ -48,11 +48,43 @@ MAX_CHECKPOINT_PIXELS = 8192 * 8192
 before it is decoded, as a decompression bomb would be."""
 
 
-def data_faults(task: Task, *, needs_video: bool) -> list[Problem]:
+def read_otherwise_officially(task: Task) -> list[tuple[str, str]]:
+    """(field, what differs) for every value of ``task``'s record that the official scripts read
+    otherwise than this project's loader: a type spelled in another case (we read it, they fail the
+    step), a flag given as a string (``"false"`` is set for them), a resolution with a capital
+    ``X`` (they split on ``x`` and cannot read the task at all)."""
+    found: list[tuple[str, str]] = []
+    resolution = task.record.recording_details.resolution
+    if resolution is not None and not _officially_readable(resolution):
+        found.append(
+            (
+                "recording_details.resolution",
+                f"{resolution!r}: the official scripts split it on a lower-case 'x' and cannot read it",
+            )
+        )
+    for i, action in enumerate(task.record.action_sequence):
+        found.extend((f"action_sequence[{i}]", note) for note in action.read_otherwise_officially)
+    return found
+
+
+def _officially_readable(resolution: str) -> bool:
+    parts = resolution.split("x")
+    if len(parts) != 2:
+        return False
+    try:
+        return all(int(part) > 0 for part in parts)
+    except ValueError:
+        return False
+
+
+def data_faults(task: Task, *, needs_video: bool, official: bool = False) -> list[Problem]:
     """What in a task's files would make judging it charge a model for the data's fault: a task
     folder that cannot be opened (missing, a symlink loop), a missing checkpoint folder or initial
     checkpoint, a checkpoint that is not a regular file, not a readable image or absurdly large,
     and, when ``needs_video`` (generation), a missing or non-regular video.
+
+    Under the official protocol (``official``) a resolution the official scripts cannot read is a
+    fault too: they stop on that task.
 
     Cheap (image headers and checksums, no video decoding): run before any model is called.
     """
@@ -63,6 +95,12 @@ def data_faults(task: Task, *, needs_video: bool) -> list[Problem]:
     if not folder_ok:
         return [_problem(task, "error", "folder", f"task folder {task.folder} does not exist")]
     faults: list[Problem] = []
+    if official:
+        faults += [
+            _problem(task, "error", field, note)
+            for field, note in read_otherwise_officially(task)
+            if field == "recording_details.resolution"
+        ]
     if needs_video and not is_regular(task.video):
         faults.append(_problem(task, "error", VIDEO_NAME, "the video is missing or not a regular file"))
     if not task.checkpoints_dir.is_dir():
@@ -101,6 +139,7 @@ def validate_task(task: Task, *, check_media: bool = True) -> list[Problem]:
         _check_checkpoints,
         _check_assets,
         _check_unknown_fields,
+        _check_official_reading,
     ]
     if check_media:
         checks[2:2] = [_check_video, _check_checkpoint_images]
@@ -145,6 +184,11 @@ def _check_actions(task: Task) -> Iterator[tuple[Severity, str, str]]:
                 )
             case _:
                 pass
+
+
+def _check_official_reading(task: Task) -> Iterator[tuple[Severity, str, str]]:
+    for field, note in read_otherwise_officially(task):
+        yield "warning", field, note
 
 
 def _empty_description(kind: str) -> str:
@@ -211,9 +255,16 @@ def _check_checkpoints(task: Task) -> Iterator[tuple[Severity, str, str]]:
             CHECKPOINTS_DIR,
             f"files not named step_<k>.png are ignored: {', '.join(sorted(stray))}",
         )
+    n_actions = len(task.record.action_sequence)
+    n_flagged = len(task.record.flagged_indices)
+    if task.alignment is Alignment.flagged and len(steps) > 1 + n_flagged:
+        yield (
+            "warning",
+            CHECKPOINTS_DIR,
+            f"{len(steps)} checkpoints for 1 + {n_flagged} flagged actions: the last "
+            f"{len(steps) - 1 - n_flagged} go unused (as the official scripts leave them)",
+        )
     if task.alignment is Alignment.invalid:
-        n_actions = len(task.record.action_sequence)
-        n_flagged = len(task.record.flagged_indices)
         yield (
             "error",
             CHECKPOINTS_DIR,

@@ -85,7 +85,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from iwr_bench.agents.generation.config import ModelConfig, slugify
 from iwr_bench.dataset.layout import Task
@@ -162,6 +162,23 @@ class RunConfig(BaseModel):
             else m
             for m in models
         ]
+
+    @model_validator(mode="after")
+    def _official_folders(self) -> RunConfig:
+        """Under the official protocol a real model's results folder is named as the official
+        generator names it (``gpt-4.1``, not ``openai_gpt-4.1``), unless the entry sets ``folder``."""
+        if self.protocol is not EvalProtocol.official:
+            return self
+        from iwr_bench.agents.generation.official import official_model_name
+
+        self.models = [
+            m
+            if m.folder is not None or is_baseline(m)
+            else m.model_copy(update={"folder": official_model_name(m)})
+            for m in self.models
+        ]
+        self._unique(self.models)
+        return self
 
     @property
     def model_slugs(self) -> list[str]:

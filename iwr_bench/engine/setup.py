@@ -6,6 +6,7 @@ Everything a user can get wrong fails here, in one line, before any work starts.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import platform
 import sys
@@ -34,7 +35,7 @@ from iwr_bench.agents.generation.prompt import PromptFile
 from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
-from iwr_bench.dataset.validate import data_faults
+from iwr_bench.dataset.validate import data_faults, read_otherwise_officially
 from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.config import RunConfig, generator_design, is_baseline, provider_of
 from iwr_bench.engine.deadlines import Background
@@ -52,6 +53,8 @@ from iwr_bench.tools.jail import containment_level
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
 from iwr_bench.tools.pool import PoolConfig
+
+log = logging.getLogger(__name__)
 
 PACKAGES = (
     "iwr-bench",
@@ -130,7 +133,13 @@ def load_run_tasks(cfg: RunConfig, *, generate: bool = True) -> tuple[list[Task]
             raise UserError(f"task id(s) not in {source}: {', '.join(map(str, missing))}")
         tasks = [t for t in tasks if t.id in set(cfg.only)]
     needs_video = generate and any(not is_baseline(m) for m in cfg.models)
-    faults = {t.id: data_faults(t, needs_video=needs_video) for t in tasks}
+    official = cfg.protocol is EvalProtocol.official
+    faults = {t.id: data_faults(t, needs_video=needs_video, official=official) for t in tasks}
+    for task in tasks:  # read our way under the default protocol, theirs under the official one
+        for field, note in read_otherwise_officially(task):
+            if field != "recording_details.resolution" or not official:  # (that one is a fault there)
+                how = "this run reads it as the official scripts do" if official else "read our way"
+                log.warning("task %s: %s: %s (%s)", task.id, field, note, how)
     broken = [p for found in faults.values() for p in found]
     if broken and not cfg.skip_invalid:
         ids = sorted({p.task_id for p in broken if p.task_id is not None})
@@ -179,7 +188,7 @@ class GeneratorFactory:
             return generator
         protocol = self.cfg.protocol
         m, preset = for_protocol(m, protocol)
-        model = self.overrides.get(m.slug) or build_model(m)
+        model = self.overrides.get(m.slug) or build_model(m, official=protocol is EvalProtocol.official)
         limit = self.limits.provider(provider_of(m))
         policy = RetryPolicy(retries=m.retries, attempt_timeout=m.timeout * 1.5 + 5)
         # The budget is checked inside the provider's slot, when the request is about to go out.

@@ -144,7 +144,7 @@ def test_generate_official_protocol_prompt_file_and_pages_that_render_from_file_
     assert main(argv) == 0
     assert len(threaded_fake.requests) == 2
     body = threaded_fake.requests[0]
-    assert body["max_completion_tokens"] == 4096 and body["temperature"] == 0  # the qwen preset
+    assert body["max_tokens"] == 4096 and body["temperature"] == 0  # the qwen preset
     assert body["messages"][-1]["content"][0]["text"].endswith("resolution in the video is 640x360.\n")
     # The official folder name, and the asset placeholder relative to the task's assets folder.
     folder = out / "1" / "qwen__qwen2.5-vl-7b"
@@ -192,7 +192,7 @@ def test_generate_official_sends_exactly_the_official_sheets_and_frames_of_publi
     candidates = [np.asarray(_frame(n), dtype=np.int16) for n in range(total_long)]
     by_count: dict[int, list[int]] = {}
     for body in threaded_fake.requests:
-        assert body["temperature"] == 0 and body["max_completion_tokens"] == 16384  # the default preset
+        assert body["temperature"] == 0 and body["max_tokens"] == 16384  # the default preset
         images = body["messages"][-1]["content"][1:]
         data = [base64.b64decode(part["image_url"]["url"].split(",", 1)[1]) for part in images]
         # The twelve sheets, plain sorted (_10 before _2), as the files are; never preview.png.

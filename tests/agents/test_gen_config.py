@@ -125,3 +125,19 @@ def test_backoff_grows_with_jitter_and_honours_retry_after() -> None:
     assert all(10.0 <= d <= 15.0 for d in delays[4:])
     assert policy.delay(1, 12.0, rng) == 12.0
     assert policy.delay(1, 1000.0, rng) == 30.0
+
+
+def test_official_runs_name_model_folders_as_the_official_generator() -> None:
+    # its folder is model_name.lower().replace('/', '__'), where model_name is the id it sends
+    from iwr_bench.engine.config import parse_run_config
+
+    models = [
+        {"name": "openai:gpt-4.1"},
+        {"name": "vllm:Qwen/Qwen2.5-VL-7B", "base_url": "http://127.0.0.1:9/v1"},
+        {"name": "openai:gpt-4o", "folder": "mine"},
+        {"name": "oracle"},
+    ]
+    official = parse_run_config({"protocol": "official", "models": models}, "test")
+    assert official.model_slugs == ["gpt-4.1", "qwen__qwen2.5-vl-7b", "mine", "oracle"]
+    ours = parse_run_config({"models": models}, "test")
+    assert ours.model_slugs == ["openai_gpt-4.1", "vllm_qwen__qwen2.5-vl-7b", "mine", "oracle"]

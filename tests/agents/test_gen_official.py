@@ -90,7 +90,7 @@ async def test_qwen_preset_sheets_as_files_then_official_frames(fake: FakeOpenAI
     assert result.status == "ok", result.error
     body = fake.requests[0]
     # The qwen preset: 4096 tokens, temperature 0, 20 images at most.
-    assert body["temperature"] == 0 and body["max_completion_tokens"] == 4096
+    assert body["temperature"] == 0 and body["max_tokens"] == 4096
     images = _images(body)
     assert len(images) == 20
     # Every sheet, in plain sorted order, byte for byte, with the media type of its extension.
@@ -111,7 +111,7 @@ async def test_qwen_preset_sheets_as_files_then_official_frames(fake: FakeOpenAI
     assert result.sampling is not None and result.sampling.indices == want
     assert result.sampling.timestamps == pytest.approx([i / 10 for i in want])
     assert result.sent is not None and result.sent.temperature == 0.0 and result.sent.max_tokens == 4096
-    assert result.sent.max_tokens_field == "max_completion_tokens" and result.sent.dropped == []
+    assert result.sent.max_tokens_field == "max_tokens" and result.sent.dropped == []
     assert result.sent.timeout_s == 300
 
 
@@ -125,7 +125,7 @@ async def test_short_video_gives_one_frame_a_second_without_the_fraction(
     images = _images(fake.requests[0])
     assert len(images) == 1 + 7  # one sheet, int(7.5) frames
     assert [frame_number_of(d) for _, d in images[1:]] == [0, 10, 20, 30, 40, 50, 60]
-    assert fake.requests[0]["max_completion_tokens"] == 4096 and result.preset == "gpt-4o-2024-05-13"
+    assert fake.requests[0]["max_tokens"] == 4096 and result.preset == "gpt-4o-2024-05-13"
     # The default protocol sends 8 frames of the same video (its own rule, unchanged).
     await _generate(ModelConfig(name="local:gpt-4o-2024-05-13", base_url=fake.url), task, protocol="default")
     default_body = fake.requests[1]
@@ -139,7 +139,7 @@ async def test_settings_the_user_set_win_over_the_preset(fake: FakeOpenAI, tasks
     config = ModelConfig(name="local:qwen2.5-vl", base_url=fake.url, max_tokens=1234, image_budget=5)
     result = await _generate(config, task)
     body = fake.requests[0]
-    assert body["max_completion_tokens"] == 1234
+    assert body["max_tokens"] == 1234
     # 13 sheets over a budget of 5: all 13 are sent all the same, and no frame.
     assert len(_images(body)) == 13 and result.images.sheets == 13
     assert result.images.frames == 0 and result.images.video == "none" and result.sampling is None
@@ -160,7 +160,7 @@ async def test_claude_preset_downscales_every_image_as_cv2_does(
     Image.fromarray(rng.integers(0, 255, (700, 2400, 3), dtype=np.uint8)).save(big)
     result = await _generate(ModelConfig(name="local:claude-sonnet-4-5", base_url=fake.url), task)
     body = fake.requests[0]
-    assert body["max_completion_tokens"] == 16384 and body["temperature"] == 0
+    assert body["max_tokens"] == 16384 and body["temperature"] == 0
     images = _images(body)
     assert len(images) == 2 + 3
     small_sheet, big_sheet = images[0][1], images[1][1]
@@ -183,7 +183,7 @@ async def test_reasoning_model_drops_temperature_and_the_record_says_so(
     with pytest.warns(UserWarning, match="Sampling parameters"):
         result = await _generate(ModelConfig(name="local:gpt-5", base_url=fake.url), task)
     body = fake.requests[0]
-    assert "temperature" not in body and body["max_completion_tokens"] == 16384
+    assert "temperature" not in body and body["max_tokens"] == 16384
     assert result.settings["temperature"] == 0.0  # asked for ...
     assert result.sent is not None and result.sent.temperature is None  # ... but not sent
     assert result.sent.dropped == ["temperature"] and result.sent.max_tokens == 16384
@@ -261,3 +261,42 @@ def test_what_was_sent_is_read_from_each_api_shape() -> None:
     assert (
         line == "openai_o3: sent timeout=600s; not sent (dropped by the model class): temperature, max_tokens"
     )
+
+
+@pytest.mark.anyio
+async def test_an_openai_model_sends_the_official_request_field_by_field(
+    fake: FakeOpenAI, tasks_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``openai:gpt-4.1`` under the official protocol: Chat Completions, not the Responses API,
+    and the body the official generator's OpenAI client sends, built here from its rules: the model
+    id without our prefix, one user message of the prompt then every image as a data URI, the
+    preset's ``max_tokens`` and temperature 0, nothing else."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.url)  # where the OpenAI client sends, as officially
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    task = load_tasks(tasks_root).by_id(1)
+    result = await _generate(ModelConfig(name="openai:gpt-4.1"), task)
+    assert result.status == "ok", result.error
+    [body] = fake.requests  # (the fake answers only /v1/chat/completions)
+    parts = body["messages"][0]["content"]
+    want: dict[str, Any] = {
+        "model": "gpt-4.1",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": _text(body)}]
+                + [
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": f"data:{media};base64,{base64.b64encode(data).decode()}"},
+                    }
+                    for media, data in _images(body)
+                ],
+            }
+        ],
+        "max_tokens": preset_for("gpt-4.1").max_tokens,
+        "temperature": 0.0,
+    }
+    extra = set(body) - set(want)
+    assert extra <= {"stream"} and not body.get("stream"), extra  # the SDK may say "stream": false
+    assert {k: body[k] for k in want} == want
+    assert len(parts) == 1 + result.images.sheets + result.images.frames

@@ -44,22 +44,24 @@ async def test_official_run_records_presets_prompt_and_what_was_sent(
     assert outcome.status == "completed", outcome.message
     assert len(fake.requests) == 1
     body = fake.requests[0]
-    assert "temperature" not in body and body["max_completion_tokens"] == 16384
+    assert "temperature" not in body and body["max_tokens"] == 16384
     assert body["messages"][-1]["content"][0]["text"] == "Rebuild the page at 640x360.\n"
     assert engine.store is not None
     manifest = engine.store.manifest()
     generation = manifest["generation"]
     assert generation["protocol"] == "official" and generation["prompt_file"] == str(prompt)
     assert generation["prompt_file_sha256"] == hashlib.sha256(prompt.read_bytes()).hexdigest()
-    model = generation["models"]["vllm_gpt-5"]
+    model = generation["models"]["gpt-5"]
     assert model["preset"] == "gpt-5" and model["set_by_user"] == ["frame_cap"]
     assert model["settings"]["max_tokens"] == 16384 and model["settings"]["timeout"] == 600
     assert model["frame_cap"] == 3 and model["image_budget"] == 70
-    sent = manifest["sent_settings"]["vllm_gpt-5"]
+    sent = manifest["sent_settings"]["gpt-5"]
     assert sent["dropped"] == ["temperature"] and sent["max_tokens"] == 16384
-    assert sent["max_tokens_field"] == "max_completion_tokens"
+    assert sent["max_tokens_field"] == "max_tokens"
     # The page written in the run folder refers to the task's assets relative to its folder.
-    folder = tmp_path / "run" / "pages" / "1" / "vllm_gpt-5"
+    # named as the official results tree names it: the model id, not our "vllm_gpt-5"
+    folder = tmp_path / "run" / "pages" / "1" / "gpt-5"
+    assert not (tmp_path / "run" / "pages" / "1" / "vllm_gpt-5").exists()
     record = read_record(folder)
     assert record.protocol == "official" and record.images.frames == 3
     assert record.asset_base is not None and record.asset_base.endswith("/ds/data/1/assets")
@@ -69,8 +71,8 @@ async def test_official_run_records_presets_prompt_and_what_was_sent(
     console = Console(record=True, width=200)
     report = build_report(tmp_path / "run", tmp_path / "report", console, html=False)
     summary = json.loads((report / "summary.json").read_text())
-    assert summary["generation"]["models"]["vllm_gpt-5"]["preset"] == "gpt-5"
-    assert summary["sent_settings"]["vllm_gpt-5"]["dropped"] == ["temperature"]
+    assert summary["generation"]["models"]["gpt-5"]["preset"] == "gpt-5"
+    assert summary["sent_settings"]["gpt-5"]["dropped"] == ["temperature"]
     text = console.export_text()
-    assert "vllm_gpt-5: sent max_completion_tokens=16384, timeout=600s; not sent" in text
+    assert "gpt-5: sent max_tokens=16384, timeout=600s; not sent" in text
     assert "(dropped by the model class): temperature" in text

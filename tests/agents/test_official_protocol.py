@@ -410,3 +410,46 @@ def test_official_runs_take_the_official_limits_and_record_the_policies_that_app
     assert pool_config(own_limit).limits.action_timeout == 12.0  # a run file's own value stands
     assert effective_policies(ours) == {"judge_error": "fail", "undetermined": "pass"}
     assert effective_policies(official) == {"judge_error": "pass", "undetermined": "pass"}
+
+
+@pytest.mark.browser
+@pytest.mark.anyio
+async def test_odd_records_are_read_as_the_official_scripts_read_them(pool: PagePool, tmp_path: Path) -> None:
+    """A lower-case type, a flag given as the string "false" and a resolution with a capital X: we
+    read them as meant (and warn); the official scripts fail the step, count the flag as set, and
+    cannot read the task, and so does an official run."""
+    from iwr_bench.dataset.validate import data_faults, validate_task
+
+    page = write_page(tmp_path / "page", "<button class='btn'>Go</button>")
+    click = {"type": "click", "parameters": {"description": "the 'Go' button"}}
+    task = make_task(tmp_path / "ds", [click])
+    ours = await _replay(pool, task, page, tmp_path / "ev0", DEFAULT)
+    official = await _replay(pool, task, page, tmp_path / "ev1", OFFICIAL)
+    assert ours.success_steps == 1
+    assert official.success_steps == 0 and "know no such type" in official.actions[0].message
+    flagged = make_task(
+        tmp_path / "ds2",
+        [
+            {
+                "type": "Click",
+                "parameters": {"description": "the 'Go' button"},
+                "visual_evaluation_flag": "false",
+            }
+        ],
+        task_id=2,
+    )
+    assert flagged.record.action_sequence[0].visual_evaluation_flag is False  # read as meant
+    replay = await _replay(pool, flagged, page, tmp_path / "ev2", OFFICIAL)
+    assert [k for k, _ in official_pair_states(flagged, replay)] == [0, 0]  # officially set: a pair more
+    warned = {p.field for p in validate_task(task) + validate_task(flagged) if p.severity == "warning"}
+    assert {"action_sequence[0]"} <= warned
+    record = json.loads((tmp_path / "ds" / "data.jsonl").read_text())
+    record["recording_details"]["resolution"] = "800X600"
+    (tmp_path / "ds" / "data.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    capital = load_tasks(tmp_path / "ds").by_id(1)
+    assert capital.resolution.width == 800  # read by default, with a warning
+    assert "recording_details.resolution" in {p.field for p in validate_task(capital)}
+    assert data_faults(capital, needs_video=False) == []
+    assert [p.field for p in data_faults(capital, needs_video=False, official=True)] == [
+        "recording_details.resolution"
+    ]

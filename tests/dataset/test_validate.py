@@ -72,6 +72,16 @@ def test_checkpoint_count_mismatch(tasks_root: Path) -> None:
     assert msg == "3 checkpoints fit neither 1 + 3 flagged actions nor 1 + 3 actions"
 
 
+def test_an_extra_checkpoint_is_a_warning_and_goes_unused(tasks_root: Path) -> None:
+    # the official scripts pair the k-th scored state with step_k.png and never look further
+    folder = tasks_root / "data/1/checkpoints"
+    n = len(list(folder.glob("step_*.png")))
+    (folder / f"step_{n}.png").write_bytes((folder / "step_0.png").read_bytes())
+    assert _only(tasks_root) == []
+    warned = [(tid, field, msg) for tid, field, msg in _only(tasks_root, "warning") if field == "checkpoints"]
+    assert warned and "go unused" in warned[0][2]
+
+
 def test_checkpoint_gap_and_missing_initial(tasks_root: Path) -> None:
     (tasks_root / "data/2/checkpoints/step_0.png").rename(tasks_root / "data/2/checkpoints/step_4.png")
     errors = _only(tasks_root)

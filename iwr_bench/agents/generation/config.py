@@ -92,6 +92,11 @@ class ModelConfig(BaseModel):
     """Retries after a 429, 5xx or timeout (so at most ``retries + 1`` requests)."""
     price: Price | None = None
     """Price override; otherwise genai-prices' bundled snapshot is used where it knows the model."""
+    folder: str | None = None
+    """Name of the model's results folder (before :func:`slugify`); default: ``name``. Under
+    ``--protocol official`` a real model's folder is the name the official generator is given (the
+    model id without our provider prefix: ``openai:gpt-4.1`` -> ``gpt-4.1``), as its results tree
+    has it."""
     tasks: list[int] | None = None
     """The only tasks this model is judged on (a mutant page belongs to its own task); the run's
     other tasks are no pair of it, so they neither run nor count as missing pages. None: every task.
@@ -113,8 +118,8 @@ class ModelConfig(BaseModel):
 
     @property
     def slug(self) -> str:
-        """Filesystem-safe name of the model's results folder."""
-        return slugify(self.name)
+        """Filesystem-safe name of the model's results folder: ``folder`` when set, else ``name``."""
+        return slugify(self.folder or self.name)
 
     def model_settings(self) -> dict[str, Any]:
         """The pydantic-ai ``ModelSettings`` sent with every request (temperature 0).

@@ -120,6 +120,7 @@ class LVLMGenerator:
             task_id=task.id,
             generator="lvlm",
             model=self.name,
+            folder=self.config.folder,
             protocol=self.protocol,
             preset=self.preset.key if self.preset else None,
             settings=self.config.model_settings(),
@@ -354,7 +355,7 @@ def build_generator(
         UserError: for an unknown or uninstalled provider or a missing API key (before any call).
     """
     config, preset = for_protocol(config, protocol)
-    model = model or build_model(config)
+    model = model or build_model(config, official=protocol is EvalProtocol.official)
     caller = build_caller(config, model, cache=cache, budget=budget, retry=retry)
     return LVLMGenerator(
         config, caller, model=model, asset_base=asset_base, protocol=protocol, preset=preset, prompt=prompt

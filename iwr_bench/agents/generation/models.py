@@ -63,21 +63,38 @@ def api_key(config: ModelConfig) -> str | None:
     return value
 
 
-def build_model(config: ModelConfig) -> Model:
+OFFICIAL_WIRE_PROVIDERS = frozenset({"openai", "openai-chat", "openai-responses"})
+"""Providers whose models go over Chat Completions under ``--protocol official``, as the official
+generator's OpenAI client sends every request (other providers keep their own API)."""
+
+
+def build_model(config: ModelConfig, *, official: bool = False) -> Model:
     """The pydantic-ai model for ``config``; nothing is requested yet.
+
+    ``official``: the request the official generator sends, for a ``base_url`` server or an OpenAI
+    model: Chat Completions (not the Responses API), with the token limit as ``max_tokens`` (not
+    ``max_completion_tokens``, which older OpenAI-compatible servers ignore).
 
     Raises:
         UserError: for an unknown provider, a provider whose extra is not installed, or a missing key.
     """
     key = api_key(config)
+    wire: dict[str, Any] | None = {"openai_chat_supports_max_completion_tokens": False} if official else None
     if config.base_url:
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
         provider = OpenAIProvider(base_url=config.base_url, api_key=key or "not-needed")
         record_requests(provider)
-        return OpenAIChatModel(config.server_model_id, provider=provider)
+        return OpenAIChatModel(config.server_model_id, provider=provider, profile=wire)  # type: ignore[arg-type]
     name = model_name(config)
+    if official and config.provider in OFFICIAL_WIRE_PROVIDERS:
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(api_key=key) if key is not None else OpenAIProvider()
+        record_requests(provider)
+        return OpenAIChatModel(name.split(":", 1)[1], provider=provider, profile=wire)  # type: ignore[arg-type]
     if ":" not in name:
         raise UserError(
             f"model {config.name!r} has no provider prefix: write it as provider:model "

@@ -50,7 +50,7 @@ def write_result(out: Path, result: GenerationResult) -> Path:
     A page whose asset placeholder is still unresolved gets the relative path from its folder to the
     task's ``assets/`` (see :func:`resolve_page_assets`).
     """
-    folder = result_dir(out, result.task_id, result.model)
+    folder = result_dir(out, result.task_id, result.folder or result.model)
     folder.mkdir(parents=True, exist_ok=True)
     resolve_page_assets(folder, result)
     # The page's other files at their paths (a bundle, then a mutant's edits over it); index.html

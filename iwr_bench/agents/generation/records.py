@@ -90,7 +90,10 @@ class GenerationResult(BaseModel):
     generator: str
     """Registered generator kind (``lvlm``, ``oracle``, ``screenshot``, ``blank``)."""
     model: str
-    """Model name (or the baseline's name); the results folder is its slug."""
+    """Model name (or the baseline's name); the results folder is its slug, unless ``folder``."""
+    folder: str | None = None
+    """Name of the results folder when it is not the model's (the official one, under
+    ``--protocol official``: ``gpt-4.1`` for ``openai:gpt-4.1``)."""
     status: Status = "ok"
     """``ok``; ``empty`` (answer had no text: an empty page); ``truncated`` (stopped at the token
     limit; the partial page is kept); ``failed`` (no answer: see ``error``)."""

@@ -232,6 +232,12 @@ class Executor:
         return self._count(action, record, verdict)
 
     async def _perform(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
+        if self.config.protocol is EvalProtocol.official and action.official_type != action.type:
+            raise _Failed(
+                "action_error",
+                f"action type {action.official_type!r} (read as {action.type} by default): the official "
+                "scripts know no such type",
+            )
         match action.type:
             case "Click" | "Type":
                 await self._click_or_type(tools, action, record)

@@ -59,7 +59,7 @@ def official_pair_states(task: Task, replay: Replay) -> list[tuple[int, Path]]:
     for i, action in enumerate(task.record.action_sequence):
         if stop is not None and i >= stop:
             break
-        if action.visual_evaluation_flag and i <= executed:
+        if action.official_flag and i <= executed:  # the flag as given ("false" is set there)
             states.append(i)
     out: list[tuple[int, Path]] = []
     for k, state in enumerate(states):
