@@ -47,9 +47,17 @@ _ENTRY_POINTS_SEEN: set[tuple[str, str]] = set()
 
 BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "generator": ("iwr_bench.agents.generation", "iwr_bench.agents.generation.pages"),
-    "grounder": ("iwr_bench.agents.grounding", "iwr_bench.agents.grounding_llm"),
-    "assertions": ("iwr_bench.agents.judge.assertions", "iwr_bench.agents.judge.llm"),
-    "rubric": ("iwr_bench.agents.judge.rubric",),
+    "grounder": (
+        "iwr_bench.agents.grounding",
+        "iwr_bench.agents.grounding_llm",
+        "iwr_bench.agents.judge.official_prompts",
+    ),
+    "assertions": (
+        "iwr_bench.agents.judge.assertions",
+        "iwr_bench.agents.judge.llm",
+        "iwr_bench.agents.judge.official_prompts",
+    ),
+    "rubric": ("iwr_bench.agents.judge.rubric", "iwr_bench.agents.judge.official_prompts"),
     "replay": ("iwr_bench.agents.judge.replay",),
     "step": ("iwr_bench.agents.judge.agent",),
     "metric": ("iwr_bench.metrics.pair",),

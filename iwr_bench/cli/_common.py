@@ -60,3 +60,9 @@ def session_end(outcome: RunOutcome, command: str, out: Path) -> int:
     how = "stopped" if outcome.status == "cancelled" else f"failed ({outcome.message})"
     print(f"{command} {how}; continue it with: iwr {command} ... --out {out} --resume", file=sys.stderr)
     return 130 if outcome.status == "cancelled" else 1
+
+
+OFFICIAL_CODE_HELP = (
+    "a checkout of the authors' code: its prompts, read at run time (with --protocol official)"
+)
+"""Help of ``--official-code`` (``iwr run``, ``iwr generate``, ``iwr judge``)."""

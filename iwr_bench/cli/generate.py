@@ -12,7 +12,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.cli._common import (
+    OFFICIAL_CODE_HELP,
+    Subparsers,
+    add_session_flags,
+    add_skip_invalid,
+    drive,
+    session_end,
+)
 from iwr_bench.dataset.layout import skipped_line
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config
 from iwr_bench.engine.layout import RunLayout, generation_results
@@ -66,6 +73,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--prompt-file", type=Path, default=None, metavar="PATH", help="instructions from this file"
     )
+    p.add_argument("--official-code", type=Path, default=None, metavar="DIR", help=OFFICIAL_CODE_HELP)
     add_skip_invalid(p)
     add_session_flags(p)
     p.set_defaults(func=cmd_generate)
@@ -84,6 +92,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
         "skip_invalid": args.skip_invalid,
         "protocol": args.protocol,
         "prompt_file": str(args.prompt_file) if args.prompt_file else "",
+        "official_code": str(args.official_code.expanduser().resolve()) if args.official_code else "",
         "budget_usd": args.budget or 0.0,
         "models": models,
         "limits": {"model_calls": args.concurrency},

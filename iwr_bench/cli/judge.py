@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.cli._common import (
+    OFFICIAL_CODE_HELP,
+    Subparsers,
+    add_session_flags,
+    add_skip_invalid,
+    drive,
+    session_end,
+)
 from iwr_bench.dataset.layout import skipped_line
 from iwr_bench.engine.config import RunConfig, parse_only, parse_run_config, plugin_refs
 from iwr_bench.engine.layout import (
@@ -77,6 +84,7 @@ def register(sub: Subparsers) -> None:
         default="default",
         help="default (ours) or official (the official scripts' rules; implies --settle fixed)",
     )
+    p.add_argument("--official-code", type=Path, default=None, metavar="DIR", help=OFFICIAL_CODE_HELP)
     p.add_argument(
         "--settle",
         choices=["stable", "fixed"],
@@ -113,6 +121,7 @@ def _config(
         "only": parse_only(args.only),
         "skip_invalid": args.skip_invalid,
         "protocol": args.protocol,
+        "official_code": str(args.official_code.expanduser().resolve()) if args.official_code else "",
         "plugins": plugin_refs(args.plugin, Path.cwd()),
         "models": [{"name": m, "tasks": own.get(model_key(m))} for m in models],
         "judge": judge,
@@ -167,7 +176,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     results = read_evaluations(layout, [t.id for t in engine.tasks], slugs)
     for r in results:
         print(f"task {r.task_id} {r.model}: {r.success_step}/{r.total_step} actions")
-    print_judge_summary(results, models, EvalProtocol(args.protocol))
+    print_judge_summary(results, models, EvalProtocol(args.protocol), config.official_code)
     if skipped:
         print(skipped_line(len(skipped)))
     return session_end(outcome, "judge", args.out)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.cli._common import Subparsers, add_skip_invalid, drive
+from iwr_bench.cli._common import OFFICIAL_CODE_HELP, Subparsers, add_skip_invalid, drive
 from iwr_bench.cli.signals import exit_zero_on_stop, terminate_as_interrupt
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
@@ -65,6 +65,7 @@ def register(sub: Subparsers) -> None:
         help="evaluation protocol: this project's (default) or the official scripts' rules",
     )
     p.add_argument("--prompt-file", metavar="PATH", help="generation instructions from this file")
+    p.add_argument("--official-code", metavar="DIR", help=OFFICIAL_CODE_HELP)
     add_skip_invalid(p)
     p.add_argument(
         "--backend", choices=["in-process", "ray"], help="where replay and metrics run (default in-process)"
@@ -136,6 +137,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         data["protocol"] = args.protocol
     if args.prompt_file:
         data["prompt_file"] = args.prompt_file
+    if args.official_code:
+        data["official_code"] = str(Path(args.official_code).expanduser().resolve())
     if args.skip_invalid:
         data["skip_invalid"] = True
     if args.plugin:

@@ -8,6 +8,7 @@ A complete run file (every key is optional; the values shown are the defaults)::
     budget_usd = 0                # stop new paid model calls past this (0: no cap)
     protocol = "default"          # or "official": the authors' scripts, rule for rule
     prompt_file = ""              # generation instructions from this file instead of ours
+    official_code = ""            # a checkout of the authors' code: their prompts (protocol official)
     plugins = []                  # modules or .py files that register designs (README: Write your own judge)
     skip_invalid = false          # go on without data.jsonl lines that cannot be read (counted)
 
@@ -122,6 +123,10 @@ class RunConfig(BaseModel):
     """``default`` (this project's protocol) or ``official`` (the authors' scripts, rule for rule)."""
     prompt_file: str = ""
     """Generation instructions read from this file (``{resolution}`` is filled in); empty: ours."""
+    official_code: str = ""
+    """A checkout of the authors' code (``--official-code``): under ``protocol = "official"`` the
+    generation prompt and the LLM judges' prompts are read from it at run time
+    (:mod:`iwr_bench.official_code`); empty: ours, and tables say "official rules, own prompts"."""
     plugins: list[str] = Field(default_factory=list[str])
     """Modules or ``.py`` files whose import registers designs (loaded before anything is built;
     relative paths are from the folder the run was started in)."""
@@ -166,9 +171,16 @@ class RunConfig(BaseModel):
     @model_validator(mode="after")
     def _official_folders(self) -> RunConfig:
         """Under the official protocol a real model's results folder is named as the official
-        generator names it (``gpt-4.1``, not ``openai_gpt-4.1``), unless the entry sets ``folder``."""
+        generator names it (``gpt-4.1``, not ``openai_gpt-4.1``), unless the entry sets ``folder``;
+        with ``official_code`` the LLM judges ask with the official prompts."""
         if self.protocol is not EvalProtocol.official:
+            if self.official_code:
+                raise ValueError('official_code (--official-code) needs protocol = "official"')
             return self
+        if self.official_code:
+            if self.prompt_file:
+                raise ValueError("prompt_file and official_code both give the generation prompt: give one")
+            self.judge = self.judge.with_official_prompts(self.official_code)
         from iwr_bench.agents.generation.official import official_model_name
 
         self.models = [

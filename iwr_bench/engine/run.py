@@ -69,6 +69,7 @@ from iwr_bench.engine.summary import run_summary, stored_pairs, stored_task_scor
 from iwr_bench.engine.task_features import TaskFeatureUse, seed_task_features
 from iwr_bench.engine.watch import Watchdog
 from iwr_bench.errors import UserError
+from iwr_bench.official_code import OfficialCode
 from iwr_bench.registry import load_plugins
 from iwr_bench.tools.pool import PoolConfig
 
@@ -161,6 +162,8 @@ class Engine:
             recover_after=cfg.limits.recover_after_s,
         )
         prompt = load_prompt_file(cfg.prompt_file) if cfg.prompt_file else None
+        if cfg.official_code:  # the official generation prompt, read from the checkout
+            prompt = OfficialCode.load(cfg.official_code).generation_prompt()
         layout = self.layout
         self._factory = GeneratorFactory(
             cfg, self.limits, layout.cache_dir, self._model_overrides, prompt, asset_base=layout.asset_base

@@ -84,6 +84,20 @@ class JudgeSettings(BaseModel):
             out["rubric"] = _role(out["rubric"], rubric=True)
         return out
 
+    def with_official_prompts(self, code: str) -> JudgeSettings:
+        """These settings with every ``llm`` grounder, assertion and rubric judge replaced by the
+        ``official-code`` design on the same model, asking with the prompts of the checkout at
+        ``code`` (the offline designs ask no model, so they stay)."""
+        update: dict[str, RoleSettings] = {}
+        for role in ("grounder", "assertions", "rubric"):
+            chosen: RoleSettings | None = getattr(self, role)
+            if chosen is not None and chosen.name == "llm":
+                options = {k: v for k, v in chosen.options.items() if k in ("retries",)}
+                update[role] = chosen.model_copy(
+                    update={"name": "official-code", "options": {**options, "code": code}}
+                )
+        return self.model_copy(update=update)
+
     def roles(self) -> dict[str, RoleSettings]:
         """The configured roles by name (``grounder``, ``assertions`` and, if set, ``rubric``, ``step``,
         ``replay``)."""

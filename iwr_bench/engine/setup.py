@@ -46,6 +46,7 @@ from iwr_bench.engine.settings import MetricSettings
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
+from iwr_bench.official_code import OfficialCode, prompt_label
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import build
 from iwr_bench.tools.chromium import chromium_version as version_of
@@ -362,6 +363,8 @@ def run_manifest(
         },
         "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
         "generation": generation,
+        "prompts": prompt_label(cfg.official_code) if cfg.protocol is EvalProtocol.official else "own",
+        "official_code": OfficialCode.load(cfg.official_code).manifest() if cfg.official_code else None,
         "metric_backends": []
         if metrics is None
         else [m.backend.model_dump() for m in (metrics.ocr, metrics.dino)],

@@ -31,7 +31,7 @@ def build_report(run_dir: Path, out: Path, console: Console | None = None, *, ht
     board = leaderboard(run)
     breakdowns = all_breakdowns(run)
     sent: dict[str, dict[str, Any]] = run.manifest.get("sent_settings") or {}
-    label = f"protocol {run.protocol.value}"
+    label = run.protocol_label
     write_tables(out, "leaderboard", board, f"Leaderboard: {run_dir.name} (x100, {label})")
     write_tables(out, "breakdowns", breakdowns, f"Breakdowns: {run_dir.name} (x100, {label})")
     summary = {
@@ -99,7 +99,7 @@ def compare_runs(a_dir: Path, b_dir: Path, out: Path, console: Console | None = 
     """Per-model deltas B - A, with rows whose settings differ flagged as not comparable."""
     a, b = RunData.load(a_dir), RunData.load(b_dir)
     rows = compare(a, b)
-    label = f"protocol {a.protocol.value}" + ("" if a.protocol == b.protocol else f" vs {b.protocol.value}")
+    label = a.protocol_label + ("" if a.protocol_label == b.protocol_label else f" vs {b.protocol_label}")
     write_tables(out, "comparison", rows, f"{b_dir.name} - {a_dir.name} (x100, {label})")
     if console is not None:
         print_rows(console, rows, f"{b_dir.name} minus {a_dir.name} (x100, {label})")

@@ -18,6 +18,7 @@ from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.engine.run import INFRA_FAILURES, stored_pairs, stored_task_score
 from iwr_bench.engine.store import JobRow, RunStore, job_id
 from iwr_bench.metrics.scoring import TaskScore
+from iwr_bench.official_code import prompt_label
 from iwr_bench.protocol import EvalProtocol
 
 UNKNOWN = "unknown"
@@ -138,6 +139,14 @@ class RunData:
     def protocol(self) -> EvalProtocol:
         """The run's evaluation protocol (runs from before the setting existed: default)."""
         return EvalProtocol(self.manifest.get("config", {}).get("protocol", "default"))
+
+    @property
+    def protocol_label(self) -> str:
+        """``protocol default``, or under the official protocol whose prompts it used:
+        ``protocol official (official rules, own prompts)`` unless it read the authors' code."""
+        if self.protocol is not EvalProtocol.official:
+            return f"protocol {self.protocol.value}"
+        return f"protocol official ({self.manifest.get('prompts') or prompt_label('')})"
 
     def setting(self, key: str) -> Any:
         """A comparable setting from the manifest (protocol, judges, metric backends, policies, tasks)."""

@@ -11,6 +11,7 @@ from iwr_bench.agents.generation import Budget, GenerationResult, totals
 from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.agents.judge.official import aggregate
 from iwr_bench.agents.judge.records import undetermined_rate
+from iwr_bench.official_code import prompt_label
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.tables import hvs_note
 
@@ -23,9 +24,12 @@ def _undetermined(rows: list[Evaluation]) -> str:
     return "-" if rate is None else f"{100 * rate:.0f}%"
 
 
-def print_judge_summary(results: list[Evaluation], models: list[str], protocol: EvalProtocol) -> None:
+def print_judge_summary(
+    results: list[Evaluation], models: list[str], protocol: EvalProtocol, official_code: str = ""
+) -> None:
     """Per model (x100): tasks, IFS, LVS, HVS, VFS, Final, pages missing or left out, undetermined rate."""
-    table = Table(title=f"iwr judge (x100, protocol {protocol.value})")
+    prompts = f" ({prompt_label(official_code)})" if protocol is EvalProtocol.official else ""
+    table = Table(title=f"iwr judge (x100, protocol {protocol.value}{prompts})")
     columns = (
         "model",
         "tasks",

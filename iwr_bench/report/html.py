@@ -351,11 +351,11 @@ def write_html(
 <p>status {_e(run.status)} · {len(run.task_ids)} tasks · {len(run.models)} models
 · wall time {run.wall_s:.1f} s
 {"" if run.tasks_found else " · the task set was not found: no levels, checkpoints or video frames"}</p>
-<h2>Leaderboard (x100, protocol {_e(run.protocol.value)})</h2>
+<h2>Leaderboard (x100, {_e(run.protocol_label)})</h2>
 {_table(board)}
 {sub_note}
 <details><summary>run settings</summary><pre>{_e(json.dumps(manifest, indent=2, default=str))}</pre></details>
-<h2>Breakdowns (protocol {_e(run.protocol.value)})</h2>
+<h2>Breakdowns ({_e(run.protocol_label)})</h2>
 <div class="plots">{plots}</div>
 {tables}
 <h2>Tasks and models</h2>

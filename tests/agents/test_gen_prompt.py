@@ -132,13 +132,17 @@ async def test_empty_answer_is_an_empty_page_after_one_call(tasks_root: Path) ->
 
 @pytest.mark.anyio
 async def test_an_answer_that_leaves_no_page_is_a_failed_generation(tasks_root: Path) -> None:
-    # HTML on the opening fence's own line: the block starts on the next line, which is the close
-    rec = Recorder(answer="```html<html><body><p>Hello</p></body></html>\n```")
+    # text, but an empty block: nothing of it makes a page
+    rec = Recorder(answer="Sorry, I could not rebuild it:\n```html\n```")
     _task, result = await _generate(tasks_root, rec)
     assert rec.calls == 1
     assert result.status == "failed" and result.html == ""
     assert result.error is not None and result.error.kind == "empty_page"
-    assert result.raw.startswith("```html<html>")  # the answer is kept to look at
+    assert result.raw.startswith("Sorry, I could not")  # the answer is kept to look at
+    # HTML on the opening fence's own line is the page (it was an empty one before)
+    rec = Recorder(answer="```html<html><body><p>Hello</p></body></html>\n```")
+    _task, result = await _generate(tasks_root, rec)
+    assert result.status == "ok" and result.html == "<html><body><p>Hello</p></body></html>\n"
 
 
 @pytest.mark.anyio

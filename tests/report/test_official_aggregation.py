@@ -222,3 +222,65 @@ async def test_failed_generations_are_left_out_only_under_the_official_protocol(
     assert rows["default"]["left out"] == 0 and rows["default"]["Final"] is not None
     assert rows["official"]["left out"] == 1 and rows["official"]["Final"] is None
     assert "1 task(s) without index.html left out of the means" in printed
+
+
+OFFICIAL_FIELDS = (
+    "total_step",
+    "success_step",
+    "screenshot_paths_to_eval",
+    "all_mllm_scores",
+    "all_dino_scores",
+    "all_ocr_scores",
+    "all_avg_scores",
+    "mllm_score",
+    "dino_score",
+    "ocr_score",
+    "avg_score",
+    "all_mllm_res",
+    "all_ocr_texts",
+    "assertion_results",
+)
+"""The keys of an eval.json the official evaluation writes (its evaluate.py, commit 891ca67)."""
+
+
+@pytest.mark.anyio
+async def test_an_official_results_tree_reads_back_as_our_run_scored_it(
+    tasks: Path, runs_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our official run, then a results tree as the official scripts lay it out (their field list
+    only, model folders lower-cased), read back by ``iwr report``: the per-model tables give the
+    official aggregation's numbers, and beside the run every delta is 0."""
+    from iwr_bench.cli import main
+
+    run = await _run(tasks, runs_root, "official", True)
+    tree = tmp_path / "results"
+    for model in MODELS:
+        for t, ev in zip(TASKS, _evals(run, model), strict=True):
+            folder = tree / str(t) / model.lower()
+            folder.mkdir(parents=True)
+            (folder / "eval.json").write_text(
+                json.dumps({k: ev[k] for k in OFFICIAL_FIELDS}), encoding="utf-8"
+            )
+            (folder / "evalpoints").mkdir()  # what else such a folder holds
+    assert main(["report", str(tree), "--tasks", str(tasks)]) == 0
+    printed = capsys.readouterr().out
+    assert "model: oracle result" in printed and "avg" in printed
+    for model in MODELS:
+        table = json.loads((tree / "report" / f"{model}_metrics.json").read_text())
+        assert [row["task"] for row in table] == [*map(str, TASKS), "avg"]
+        want = official_reporting(_evals(run, model))
+        avg = table[-1]
+        for ours, theirs in (
+            ("IFS", "IFS"),
+            ("LFS", "LVS"),
+            ("HFS", "HVS"),
+            ("VFS", "VFS"),
+            ("Final", "Final"),
+        ):
+            assert avg[ours] == pytest.approx(want[theirs], abs=0.005), (model, ours)
+    breakdowns = json.loads((tree / "report" / "breakdowns.json").read_text())
+    assert {row["breakdown"] for row in breakdowns} == {"interaction level", "visual level", "domain"}
+    assert main(["report", str(tree), str(run), "--out", str(tmp_path / "cmp")]) == 0
+    rows = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert sorted(row["model"] for row in rows) == sorted(m.lower() for m in MODELS)
+    assert all(abs(row["Final delta"]) <= 0.01 and abs(row["IFS delta"]) <= 0.01 for row in rows), rows
