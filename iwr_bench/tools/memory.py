@@ -20,8 +20,11 @@ while no page was open, less an allowance for what any page brings (``gpu_slack_
   per slot), the page's renderer plus that growth must stay within the limit, or its renderers are
   killed: the page fails as ``page_crashed`` and closing its context gives the memory back;
 * with several pages open in one browser (the default ``isolation="context"``) the growth cannot
-  be told apart, so the renderers are killed only when it exceeds the limit times the number of
-  open pages, every one of them: the machine is protected, the neighbours are not.
+  be told apart, so a renderer is killed only when it exceeds the limit times the number of open
+  pages: the largest one first (a hog's textures and Blobs pass through its own renderer), and,
+  after ``SHARED_GRACE_S`` for the shared processes to free what it held, the next largest only if
+  the growth is still over the bound. The machine is protected; the neighbours very likely are,
+  but only a browser per slot guarantees it.
 
 Stored data is measured per page, whatever the isolation: the browser caps each page's origin at
 its bound by quota and adds the origin's usage to the page's renderer
@@ -44,6 +47,8 @@ import anyio.to_thread
 from iwr_bench.tools.process import descendants
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+SHARED_GRACE_S = 3.0
+"""After stopping one page of a shared browser for shared growth, seconds before the next may be."""
 _MIB = 1024 * 1024
 
 
@@ -109,6 +114,7 @@ class MemoryWatchdog:
         self._shared: dict[str, list[int]] = {"gpu": [], "other": []}
         self.baseline_mb: dict[str, float] = {}
         """Each shared group's resident size when last seen with no page open, in MiB."""
+        self._shared_grace_until = 0.0
         self.shared_peak_mb: dict[str, float] = {"gpu": 0.0, "other": 0.0}
         """Largest growth of each shared group over its baseline seen, in MiB."""
 
@@ -158,8 +164,8 @@ class MemoryWatchdog:
             self.shared_peak_mb[group] = max(self.shared_peak_mb[group], growth)
             over += max(0.0, growth - self.slack_mb[group])
         alive = {pid: rss for pid, rss in renderers.items() if rss > 0}
-        if not alive or over <= 0:
-            return
+        if not alive or over <= 0 or time.monotonic() < self._shared_grace_until:
+            return  # (in the grace after a stop, the shared processes are still freeing its memory)
         if pages == 1:
             own = max(alive.values()) / _MIB  # not the sum: renderers share most of their pages
             if own + over <= self.limit_mb:
@@ -173,11 +179,20 @@ class MemoryWatchdog:
         else:
             if over <= self.limit_mb * pages:
                 return
+            # Growth in one browser cannot be told apart between its pages: stop the page with the
+            # largest renderer (a hog's uploads pass through its own renderer first), give the
+            # shared processes a moment to free what it held, and stop the next only if the
+            # growth stays over the bound.
+            pid, rss = max(alive.items(), key=lambda item: item[1])
             why = (
                 f"the browser's shared processes grew by {over:.0f} MiB beyond what pages add > "
-                f"{pages} open pages x limit {self.limit_mb} MiB (GPU memory or stored data), and pages "
-                "sharing one browser cannot be told apart, so all of them were stopped"
+                f"{pages} open pages x limit {self.limit_mb} MiB (GPU memory or Blobs); pages sharing "
+                f"one browser cannot be told apart, so the one with the largest renderer "
+                f"({rss / _MIB:.0f} MiB) was stopped first (isolation = browser charges each page its own)"
             )
+            self._shared_grace_until = time.monotonic() + SHARED_GRACE_S
+            self._kill(pid, why, reasons)
+            return
         for pid in alive:
             self._kill(pid, why, reasons)
 

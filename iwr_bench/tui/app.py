@@ -256,7 +256,10 @@ class RunApp(App[None]):
     def tick(self) -> None:
         """Update the status bar and the metric stage's ETA: they count whether or not events come."""
         now = self.clock()
-        self.query_one(StatusBar).show(self.state, now, following=self.following)
+        bars = self.query(StatusBar)
+        if not bars:  # the clock can fire before the screen is composed, on a loaded machine
+            return
+        bars.first().show(self.state, now, following=self.following)
         if not self.following:
             return
         try:

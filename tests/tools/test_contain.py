@@ -176,17 +176,24 @@ async def test_stored_data_is_charged_to_its_page_in_a_shared_browser(
     assert "count 1" in shown, shown
 
 
-async def test_in_one_shared_browser_a_hog_stops_every_page_open(write_page: Callable[..., Path]) -> None:
+async def test_in_one_shared_browser_the_largest_page_is_stopped_first(
+    write_page: Callable[..., Path],
+) -> None:
     # With contexts of one Chromium the growth cannot be told apart: past the limit times the pages
-    # open, all of them stop (the machine is protected), and the pool works on. (A bound the hog's
-    # own renderer stays under, as above: 2 x 768 MiB of growth comes first.)
+    # open, the page with the largest renderer stops (the hog: its textures pass through it), the
+    # growth goes, and the page beside it works on. (A bound the hog's own renderer stays under, as
+    # above: 2 x 768 MiB of growth comes first.)
     limits = Limits(action_timeout=patient(15.0), load_timeout=patient(30.0), page_memory_mb=768)
     config = PoolConfig(size=2, limits=limits, settle=SettleConfig(interval=0.05, max_wait=2.0))
     failure, shown = await _hog_beside_a_page(
         config, write_page(GPU_HOG, "webgl.html"), write_page(ORDINARY, "control.html")
     )
-    assert failure and "cannot be told apart" in str(failure[0]), failure
-    assert shown.startswith("failed: page_crashed") and "cannot be told apart" in shown, shown
+    assert failure and failure[0].reason == "page_crashed", failure
+    # (on a loaded machine the hog's own renderer can pass the bound first: it is stopped either
+    # way; the order of the shared rule is tested without a browser in test_memory_rules.py)
+    if "cannot be told apart" in str(failure[0]):
+        assert "largest renderer" in str(failure[0]), failure
+    assert "count 1" in shown, shown
 
 
 async def test_page_cannot_see_or_steer_the_judge(pool: PagePool, write_page: Callable[..., Path]) -> None:

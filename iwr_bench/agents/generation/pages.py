@@ -20,7 +20,6 @@ import anyio.to_thread
 
 from iwr_bench.agents.generation.errors import FailureKind
 from iwr_bench.agents.generation.output import NOT_PAGE_FILES
-from iwr_bench.agents.generation.postprocess import DEFAULT_ASSET_BASE, resolve_assets
 from iwr_bench.agents.generation.records import ErrorInfo, GenerationResult, ImageCounts
 from iwr_bench.dataset.layout import Task
 from iwr_bench.registry import register
@@ -56,7 +55,7 @@ class PageFolderGenerator:
             where = self.root / str(task.id) / (self.pick or "")
             return None, f"no page for task {task.id} under {where}", None
         try:
-            html = resolve_assets(page.read_text(encoding="utf-8"), DEFAULT_ASSET_BASE)
+            html = page.read_text(encoding="utf-8")  # the placeholder is resolved when written
             others = any(p.name not in NOT_PAGE_FILES for p in page.parent.iterdir())
         except (OSError, UnicodeDecodeError) as exc:
             return None, f"{page}: {exc}", None
@@ -78,7 +77,8 @@ class PageFolderGenerator:
             )
         update = {
             "html": html,
-            "asset_base": DEFAULT_ASSET_BASE,
+            "asset_base": None,  # the writer puts the path from the page's folder to the assets
+            "assets_dir": str(task.assets_dir),
             "page_files": files,
             "latency_s": time.monotonic() - start,
         }
@@ -105,7 +105,7 @@ class MutantGenerator(PageFolderGenerator):
             return None, f"the built-in suite has no mutant {self.pick!r} of task {task.id}", None
         page = mutant / "index.html" if (mutant / "index.html").is_file() else reference / "index.html"
         try:
-            html = resolve_assets(page.read_text(encoding="utf-8"), DEFAULT_ASSET_BASE)
+            html = page.read_text(encoding="utf-8")  # the placeholder is resolved when written
         except (OSError, UnicodeDecodeError) as exc:
             return None, f"{page}: {exc}", None
         return html, "", str(reference)

@@ -1,0 +1,63 @@
+"""The watchdog's shared-growth rule for pages of one browser, on real processes standing in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from iwr_bench.tools import memory
+from iwr_bench.tools.memory import MemoryWatchdog
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def stand_ins() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Two processes that play the renderers of two pages (they are what gets killed)."""
+    procs = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    yield procs
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def _watchdog(pages: int) -> MemoryWatchdog:
+    # the shared "GPU process" is this test process; its whole size counts as growth over a
+    # baseline of 0 and no allowance, so the growth is far over 2 pages x 16 MiB
+    dog = MemoryWatchdog(
+        os.getpid(), limit_mb=16, open_pages=lambda: pages, gpu_slack_mb=0, browser_slack_mb=0
+    )
+    dog._shared = {"gpu": [os.getpid()], "other": []}  # pyright: ignore[reportPrivateUsage]
+    dog.baseline_mb = {"gpu": 0.0, "other": 0.0}
+    return dog
+
+
+def test_in_a_shared_browser_the_largest_page_goes_first_then_the_next_after_a_grace(
+    stand_ins: list[subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory, "SHARED_GRACE_S", 0.3)
+    small, large = stand_ins
+    dog = _watchdog(pages=2)
+    sizes = {small.pid: 100 * MIB, large.pid: 300 * MIB}
+    reasons: list[str] = []
+    dog._check_shared(2, sizes, reasons)  # pyright: ignore[reportPrivateUsage]
+    assert len(reasons) == 1 and "largest renderer (300 MiB) was stopped first" in reasons[0]
+    assert large.wait(timeout=5) == -9 and small.poll() is None
+    dog._check_shared(2, {small.pid: 100 * MIB}, reasons)  # pyright: ignore[reportPrivateUsage]
+    assert len(reasons) == 1 and small.poll() is None  # within the grace: nothing more
+    time.sleep(0.4)
+    dog._check_shared(2, {small.pid: 100 * MIB}, reasons)  # pyright: ignore[reportPrivateUsage]
+    assert len(reasons) == 2 and small.wait(timeout=5) == -9  # still over after the grace: the next
+
+
+def test_one_page_alone_is_charged_the_whole_growth(stand_ins: list[subprocess.Popen[bytes]]) -> None:
+    page = stand_ins[0]
+    dog = _watchdog(pages=1)
+    reasons: list[str] = []
+    dog._check_shared(1, {page.pid: 10 * MIB}, reasons)  # pyright: ignore[reportPrivateUsage]
+    assert len(reasons) == 1 and "in the browser's shared processes" in reasons[0]
+    assert page.wait(timeout=5) == -9
