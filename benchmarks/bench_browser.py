@@ -2,8 +2,9 @@
 
 Runs the same 50-action sequence (clicks that change visible state, then settle, then a viewport
 screenshot) through (a) :class:`iwr_bench.tools.tools.PageTools` and (b) bare CDP calls on the
-same Chromium, and prints per-action latency (median, p90) and the ratio. With ``--pool`` it also
-compares the two pool isolation modes (a context per page vs a browser per slot).
+same Chromium, and prints per-action latency (median, p90) and the ratio. With ``--pool`` it
+compares the two pool isolation modes instead (a context per page vs a browser per slot: 12 pages
+on 2 and 3 slots, each mode twice, time and peak Chromium memory).
 
 Usage: ``python benchmarks/bench_browser.py [--actions 50] [--pool]``
 """
@@ -134,6 +135,11 @@ async def main(actions: int, pool_bench: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         page = Path(tmp) / "index.html"
         page.write_text(PAGE, encoding="utf-8")
+        if pool_bench:  # the isolation modes alone, each twice, at 2 and 3 slots
+            for size in (2, 3):
+                for isolation in ("context", "browser", "context", "browser"):
+                    await _pool_mode(isolation, page, jobs=12, size=size)
+            return
         settle = SettleConfig(mode="stable", interval=0.05, stable_frames=2, max_wait=2.0)
         async with PagePool(PoolConfig(size=1, settle=settle)) as pool:
             await _ours(pool, page, 3)  # warm-up
@@ -145,14 +151,11 @@ async def main(actions: int, pool_bench: bool) -> None:
         print(f"  ours    median {om * 1000:7.1f} ms   p90 {op * 1000:7.1f} ms")
         print(f"  raw CDP median {rm * 1000:7.1f} ms   p90 {rp * 1000:7.1f} ms")
         print(f"  ratio   median {om / rm:5.2f}x      p90 {op / rp:5.2f}x")
-        if pool_bench:
-            for isolation in ("context", "browser"):
-                await _pool_mode(isolation, page, jobs=12, size=2)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actions", type=int, default=50)
-    parser.add_argument("--pool", action="store_true", help="also compare pool isolation modes")
+    parser.add_argument("--pool", action="store_true", help="compare the pool isolation modes instead")
     ns = parser.parse_args()
     anyio.run(main, ns.actions, ns.pool)

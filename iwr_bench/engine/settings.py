@@ -211,6 +211,10 @@ class BrowserSettings(BaseModel):
     """Longest one browser action (settling included) may take: then the action fails as ``timeout``."""
     load_timeout_s: float = Field(default=15.0, gt=0)
     """Longest the page's initial load may take: then ``page_load_failed``."""
-    isolation: Literal["context", "browser"] = "context"
-    """Pages in contexts of one Chromium, or a Chromium per browser page: then the memory a page
-    makes the shared GPU and browser processes hold counts against that page's bound alone."""
+    isolation: Literal["context", "browser"] = "browser"
+    """A Chromium per browser page (the default): the memory a page makes the shared GPU and
+    browser processes hold counts against that page's bound alone, so a hog stops and its
+    neighbours go on. ``context``: pages in contexts of one Chromium (less memory; shared growth
+    then stops the largest page first, which is very likely, not surely, the hog). Measured
+    (``benchmarks/bench_browser.py --pool``, 2 cores, 12 pages): on 2 slots the same time within
+    the spread and about 0.9 GiB more memory with a browser each; on 3 slots about 10% longer."""
