@@ -34,18 +34,22 @@ def _code(path: str) -> OfficialCode:
     return OfficialCode.load(path)
 
 
-def _agent(model: Model, name: str) -> Agent[None, str]:
-    return Agent(model, output_type=str, name=name)
+class _Prompted:
+    """What the three designs share: the checkout's templates, a plain-text agent, a name."""
 
-
-class OfficialPromptAssertions:
-    """Assertion judge with the official assertion template."""
+    role = "judge"
 
     def __init__(self, model: Model, code: OfficialCode, *, retries: int = 2) -> None:
         self.code = code
         self.retries = retries
         self.name = f"official-code:{model_label(model)}"
-        self._agent = _agent(model, "assertion-judge")
+        self._agent: Agent[None, str] = Agent(model, output_type=str, name=self.role)
+
+
+class OfficialPromptAssertions(_Prompted):
+    """Assertion judge with the official assertion template."""
+
+    role = "assertion-judge"
 
     async def __call__(self, request: AssertionRequest) -> AssertionVerdict:
         """Ask with the official template; "Error" when the answer says neither Yes nor No."""
@@ -64,14 +68,10 @@ class OfficialPromptAssertions:
         return AssertionVerdict(verdict=verdict, reasoning=reasoning, judge=self.name)  # type: ignore[arg-type]
 
 
-class OfficialPromptRubric:
+class OfficialPromptRubric(_Prompted):
     """Rubric (HVS) judge with the official comparison template."""
 
-    def __init__(self, model: Model, code: OfficialCode, *, retries: int = 2) -> None:
-        self.code = code
-        self.retries = retries
-        self.name = f"official-code:{model_label(model)}"
-        self._agent = _agent(model, "rubric-judge")
+    role = "rubric-judge"
 
     async def __call__(self, reference_png: bytes, generated_png: bytes) -> RubricResult:
         """Score as the official scorer does (0 when the answer holds no ``Score: N/100``)."""
@@ -89,16 +89,11 @@ class OfficialPromptRubric:
         )
 
 
-class OfficialPromptGrounder:
+class OfficialPromptGrounder(_Prompted):
     """Grounder with the official click and type templates, over our element list."""
 
+    role = "grounder"
     wants_screenshot = False
-
-    def __init__(self, model: Model, code: OfficialCode, *, retries: int = 2) -> None:
-        self.code = code
-        self.retries = retries
-        self.name = f"official-code:{model_label(model)}"
-        self._agent = _agent(model, "grounder")
 
     async def __call__(self, request: GroundingRequest) -> Grounding:
         """An element index (and for Type the text), parsed as the official code parses them."""
