@@ -420,9 +420,10 @@ class ChromiumBrowser:
         window first (as a loaded machine showed) would find it smaller than the page."""
         with anyio.move_on_after(patience), suppress(RuntimeError, ConnectionError, KeyError, TypeError):
             while True:
-                asked = {"expression": "outerWidth", "returnByValue": True}
+                asked = {"expression": "[outerWidth, outerHeight]", "returnByValue": True}
                 reply = await tab.send("Runtime.evaluate", asked)
-                if int(reply["result"].get("value", 0)) >= vp.width:
+                width, height = reply["result"].get("value") or (0, 0)
+                if int(width) >= vp.width and int(height) >= vp.height:
                     return
                 await anyio.sleep(0.02)
 

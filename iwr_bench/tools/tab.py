@@ -35,6 +35,8 @@ _NAVIGATED = (
 _AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
 _NETWORK = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}
 _SCRIPTED_FETCH = frozenset({"Fetch", "XHR", "EventSource"})
+_REALM_KINDS = ("iframe", "worker", "shared_worker", "service_worker")
+"""Realm kinds that get the pinned clock and seeded randomness (their order names their seeds)."""
 _FILE_FETCH = "local file read by fetch/XHR (refused on file:// pages)"
 
 World = Literal["judge", "page"]
@@ -92,7 +94,8 @@ class CdpTab:
         self.realm_script: Callable[[int], str] | None = None
         """The determinism script for the n-th realm the page creates besides its own document (a
         dedicated worker, an out-of-process frame), each with a seed of its own; set by the browser."""
-        self._realms = 0
+        self._realms: dict[str, int] = {}
+        """Realms attached so far, by kind (each kind numbered on its own, see :meth:`_pinned`)."""
         self._held_scripts: dict[str, str] = {}
         self._worker_scripts: dict[str, tuple[str, str]] = {}
         """Service worker session -> (its script's URL, the determinism script to put before it)."""
@@ -399,14 +402,16 @@ class CdpTab:
         window the page opens gets it from ``window.open`` itself). A dedicated worker is stopped
         before its first script (an instrumentation breakpoint: evaluating in a worker held at
         start would wait for it to run), the script is evaluated there (:meth:`on_realm_paused`),
-        and the worker goes on. Realms are numbered in the order they attach, each with a seed of
-        its own. A shared worker is held the same way. A service worker's breakpoint never fires
+        and the worker goes on. Realms are numbered in the order they attach, per kind, each with a
+        seed of its own. A shared worker is held the same way. A service worker's breakpoint never fires
         (the worker stays pending), so its script is rewritten instead: the determinism script goes
         before it when it arrives (:meth:`on_request_paused`, at the response stage)."""
-        if self.realm_script is None or kind not in ("iframe", "worker", "shared_worker", "service_worker"):
+        if self.realm_script is None or kind not in _REALM_KINDS:
             return []
-        self._realms += 1
-        source = self.realm_script(self._realms)
+        # numbered per kind: workers of different kinds attach in any order, and a realm's seed
+        # must not depend on that (the n-th dedicated worker draws the same numbers on every load)
+        count = self._realms[kind] = self._realms.get(kind, 0) + 1
+        source = self.realm_script(_REALM_KINDS.index(kind) * 100_000 + count)
         if kind == "iframe":
             return [("Page.addScriptToEvaluateOnNewDocument", {"source": source})]
         if kind == "service_worker":
