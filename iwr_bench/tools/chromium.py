@@ -192,11 +192,12 @@ class ChromiumBrowser:
         while True:
             await anyio.sleep(STORAGE_POLL_S)
             tabs = [tab for tab in self._tabs.values() if tab.failure is None]
+            alone = len(tabs) == 1
+            own = watchdog.renderer_mb(alone=alone)
+            measured = "" if alone else "at least "
             for tab in tabs:
                 stored = await tab.stored_mb()
-                own = watchdog.renderer_mb(alone=len(tabs) == 1)
                 if stored is not None and stored + own > self.config.memory_mb:
-                    measured = "" if len(tabs) == 1 else "at least "
                     tab.fail(
                         PageFailure(
                             "page_crashed",

@@ -19,7 +19,8 @@ while no page was open, less an allowance for what any page brings (``gpu_slack_
 * with one page open in the browser (always so with ``PoolConfig.isolation="browser"``, a browser
   per slot), the page's renderer plus that growth must stay within the limit, or its renderers are
   killed: the page fails as ``page_crashed`` and closing its context gives the memory back;
-* with several pages open in one browser (the default ``isolation="context"``) the growth cannot
+* with several pages open in one browser (``isolation="context"``, ``PoolConfig``'s default;
+  runs give each slot a browser) the growth cannot
   be told apart, so a renderer is killed only when it exceeds the limit times the number of open
   pages: the largest one first (a hog's textures and Blobs pass through its own renderer), and,
   after ``SHARED_GRACE_S`` for the shared processes to free what it held, the next largest only if

@@ -97,8 +97,8 @@ class CdpTab:
         self._realms: dict[str, int] = {}
         """Realms attached so far, by kind (each kind numbered on its own, see :meth:`_pinned`)."""
         self._held_scripts: dict[str, str] = {}
-        self._worker_scripts: dict[str, tuple[str, str]] = {}
-        """Service worker session -> (its script's URL, the determinism script to put before it)."""
+        self._worker_scripts: dict[str, str] = {}
+        """Service worker session -> the determinism script to put before its own script."""
         self._judge_context: str | None = None
         self._judge_ready = anyio.Event()
 
@@ -343,10 +343,10 @@ class CdpTab:
     async def _prefix_script(self, event: Mapping[str, Any], session_id: str) -> None:
         """A service worker's own script has arrived: answer it with the determinism script first."""
         request_id = str(event["requestId"])
-        known = self._worker_scripts.get(session_id)
+        source = self._worker_scripts.get(session_id)
         with suppress(RuntimeError, ConnectionError):
             status = int(event.get("responseStatusCode") or 0)
-            if known is None or not 200 <= status < 300:
+            if source is None or not 200 <= status < 300:
                 await self.client.send_raw("Fetch.continueRequest", {"requestId": request_id}, session_id)
                 return
             got = await self.client.send_raw("Fetch.getResponseBody", {"requestId": request_id}, session_id)
@@ -358,7 +358,7 @@ class CdpTab:
                 "requestId": request_id,
                 "responseCode": status,
                 "responseHeaders": headers,
-                "body": base64.b64encode(known[1].encode() + b"\n" + body).decode(),
+                "body": base64.b64encode(source.encode() + b"\n" + body).decode(),
             }
             await self.client.send_raw("Fetch.fulfillRequest", fulfil, session_id)
 
@@ -415,7 +415,7 @@ class CdpTab:
         if kind == "iframe":
             return [("Page.addScriptToEvaluateOnNewDocument", {"source": source})]
         if kind == "service_worker":
-            self._worker_scripts[session_id] = (url, source)
+            self._worker_scripts[session_id] = source
             return []
         self._held_scripts[session_id] = source
         return [
