@@ -387,10 +387,9 @@ class ChromiumBrowser:
         clock = SteppedClock(f"iwr{secrets.token_hex(8)}", step) if step else None
         # WebRTC stays (inert) where the network namespace holds it; interception alone cannot
         no_webrtc = self.containment != "netns"
-        await tab.send(
-            "Page.addScriptToEvaluateOnNewDocument",
-            {"source": determinism_script(setup.seed, epoch, no_webrtc, clock, realm_seed(setup.seed, 0))},
-        )
+        outer = (vp.width, vp.height + WINDOW_FRAME_PX)
+        first = determinism_script(setup.seed, epoch, no_webrtc, clock, realm_seed(setup.seed, 0), outer)
+        await tab.send("Page.addScriptToEvaluateOnNewDocument", {"source": first})
         tab.realm_script = lambda n: determinism_script(realm_seed(setup.seed, n), epoch, no_webrtc)
         await tab.send(
             "Page.addScriptToEvaluateOnNewDocument",

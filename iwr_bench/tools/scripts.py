@@ -204,6 +204,23 @@ _DETERMINISM = r"""
       delete G[name];
     }
   }
+  // A document in a new renderer process may run before that process has learnt the window's size
+  // (outerWidth and outerHeight read 0 for a moment, which no person's browser shows): until it
+  // knows, they read the size the judge gave the window.
+  if (cfg.window !== null && typeof window !== 'undefined') {
+    for (const [name, size] of [['outerWidth', cfg.window[0]], ['outerHeight', cfg.window[1]]]) {
+      const desc = Object.getOwnPropertyDescriptor(window, name);
+      if (!desc || !desc.get) continue;
+      const real = desc.get;
+      const get = { get [name]() {
+        const value = apply(real, this, []);
+        return value > 0 ? value : size;
+      } };
+      const getter = Object.getOwnPropertyDescriptor(get, name).get;
+      show(getter, 'get ' + name);
+      defineProperty(window, name, { ...desc, get: getter });
+    }
+  }
   // A window the page opens starts blank and same-origin, so its opener could read the machine's
   // clock in it before anything else runs there: it gets the same script (its own seed) at once.
   if (typeof cfg.popup === 'string' && typeof window !== 'undefined' && typeof window.open === 'function') {
@@ -228,18 +245,29 @@ def determinism_script(
     no_webrtc: bool = True,
     clock: SteppedClock | None = None,
     popup_seed: int | None = None,
+    window_size: tuple[int, int] | None = None,
 ) -> str:
     """The script for every realm a page creates (its documents, frames, popups and workers):
     seeded ``Math.random``, the fixed clock start (``Date``, ``performance.timeOrigin``, ``Intl``'s
     formatting of "now", ``document.lastModified``), no WebRTC when ``no_webrtc``, and with
     ``clock`` a stepped page clock in the top document (``epoch_ms`` is then required). With
-    ``popup_seed``, each window the page opens gets the same script at once, seeded so."""
+    ``popup_seed``, each window the page opens gets the same script at once, seeded so. With
+    ``window_size`` (the outer size the judge gave the window), ``outerWidth``/``outerHeight`` read
+    it while a new renderer still reads 0 there."""
     if clock is not None and epoch_ms is None:
         raise ValueError("a stepped clock needs a fixed start (epoch_ms)")
     stepped = None if clock is None else {"name": clock.name, "step": clock.step_ms}
     popup = None if popup_seed is None else determinism_script(popup_seed, epoch_ms, no_webrtc)
+    window = None if window_size is None else list(window_size)
     cfg = json.dumps(
-        {"seed": seed, "epoch": epoch_ms, "noWebrtc": no_webrtc, "clock": stepped, "popup": popup}
+        {
+            "seed": seed,
+            "epoch": epoch_ms,
+            "noWebrtc": no_webrtc,
+            "clock": stepped,
+            "popup": popup,
+            "window": window,
+        }
     )
     return _DETERMINISM % {"cfg": cfg}
 
