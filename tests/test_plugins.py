@@ -404,6 +404,33 @@ browser_pages = 1
     assert (102, "mutants_hours-label-changed") not in again
     assert again[101, "mutants_hours-label-changed"].status == "done"
 
+    # The plugin file edited between sessions: a resume refuses, naming the file, unless told to
+    # go on; then the session records the change.
+    source = judge_file.read_text(encoding="utf-8")
+    judge_file.write_text(source + "\n# edited after the run started\n", encoding="utf-8")
+    done = subprocess.run(resume, env=_env(ROOT, lcs_dist), capture_output=True, text=True, timeout=240)
+    assert done.returncode == 2, done.stderr
+    refused = done.stderr.strip().splitlines()
+    assert len(refused) == 1 and f"assertions 'quoted-text': file {judge_file}" in refused[0], refused
+    assert "--accept-changed-plugins" in refused[0]
+    done = subprocess.run(
+        [*resume, "--accept-changed-plugins"],
+        env=_env(ROOT, lcs_dist),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    store = RunStore.open_run(run, readonly=True)
+    try:
+        sessions = store.manifest()["sessions"]
+    finally:
+        store.close()
+    assert [s["session"] for s in sessions] == [1, 2, 3]
+    assert sessions[1]["designs"]["grounder"]["kind"] == "entry point"
+    assert sessions[2]["designs"]["assertions"]["sha256"] != sessions[1]["designs"]["assertions"]["sha256"]
+    assert len(sessions[2]["changed_designs"]) == 1 and str(judge_file) in sessions[2]["changed_designs"][0]
+
 
 @pytest.mark.browser
 def test_judge_only_with_a_plugin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,7 +27,7 @@ from iwr_bench.agents.grounding import (
 )
 from iwr_bench.agents.judge.llm_base import Asked, CallReporter, ask, model_label
 from iwr_bench.registry import register
-from iwr_bench.tools.models import Element
+from iwr_bench.tools.models import Element, stable_origin, url_origin
 
 INSTRUCTIONS = """\
 You replay a recorded user session on a web page. Given one action (its type and a description
@@ -72,7 +72,8 @@ def describe_element(el: Element) -> str:
 def grounding_prompt(request: GroundingRequest, with_screenshot: bool) -> list[UserContent]:
     """The user message for one grounding question."""
     elements = request.observation.elements
-    lines = [describe_element(el) for el in elements[:ELEMENT_LIMIT]]
+    origin = url_origin(request.observation.url)  # links read the same whatever the server's port
+    lines = [stable_origin(describe_element(el), origin) for el in elements[:ELEMENT_LIMIT]]
     if len(elements) > ELEMENT_LIMIT or request.observation.elements_truncated:
         lines.append(f"(... more elements not listed; {len(elements)} or more in all)")
     parts: list[UserContent] = [

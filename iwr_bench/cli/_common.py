@@ -25,6 +25,16 @@ def add_skip_invalid(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_accept_changed(parser: argparse.ArgumentParser) -> None:
+    """``--accept-changed-plugins`` (a resume goes on with a judge design whose code changed)."""
+    parser.add_argument(
+        "--accept-changed-plugins",
+        action="store_true",
+        help="on resume, go on although a judge design's code changed since the last session "
+        "(the change is recorded in the manifest); default: refuse, naming the file",
+    )
+
+
 def add_session_flags(parser: argparse.ArgumentParser) -> None:
     """``--resume``, ``--retry-failed``, ``--tui`` and ``--quiet`` of ``iwr judge`` and ``iwr generate``."""
     parser.add_argument(
@@ -33,6 +43,7 @@ def add_session_flags(parser: argparse.ArgumentParser) -> None:
         help="continue the session stored in --out (finished pairs are skipped); default: start over",
     )
     parser.add_argument("--retry-failed", action="store_true", help="on resume, also redo pairs that failed")
+    add_accept_changed(parser)
     parser.add_argument("--tui", action="store_true", help="watch the work in the terminal UI")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 

@@ -115,7 +115,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
         response_cache=None if args.no_cache else args.cache_dir,
         asset_base=args.asset_base,
     )
-    engine = Engine(config, args.out, resume=args.resume, retry_failed=args.retry_failed, layout=layout)
+    engine = Engine(
+        config,
+        args.out,
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        layout=layout,
+        accept_changed_plugins=args.accept_changed_plugins,
+    )
     engine.prepare()
     outcome = drive(engine, tui=args.tui, quiet=args.quiet)
     assert engine.store is not None

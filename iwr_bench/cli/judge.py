@@ -76,6 +76,9 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--votes", type=int, default=1, help="k-vote majority of the llm assertion judge")
     p.add_argument("--retries", type=int, default=2, help="retries of an unusable judge answer (default 2)")
     p.add_argument("--judge-calls", type=int, default=4, help="judge-model requests at once (default 4)")
+    p.add_argument(
+        "--no-judge-cache", action="store_true", help="do not reuse judge-model answers across runs"
+    )
     p.add_argument("--dino", default="facebook/dinov2-base", help="DINOv2 hub id or local folder")
     p.add_argument("--pages-at-once", type=int, default=2, help="concurrent browser pages (default 2)")
     p.add_argument(
@@ -112,6 +115,7 @@ def _config(
         "base_url": args.judge_base_url,
         "api_key_env": args.judge_api_key_env,
         "votes": args.votes,
+        "cache": not args.no_judge_cache,
         "retries": args.retries,
         "judge_error_policy": args.judge_error_policy,
         "undetermined_policy": args.undetermined_policy,
@@ -169,7 +173,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
         any_spelling=True,
         response_cache=None,
     )
-    engine = Engine(config, args.out, resume=args.resume, retry_failed=args.retry_failed, layout=layout)
+    engine = Engine(
+        config,
+        args.out,
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        layout=layout,
+        accept_changed_plugins=args.accept_changed_plugins,
+    )
     engine.prepare()
     outcome = drive(engine, tui=args.tui, quiet=args.quiet)
     slugs = config.model_slugs

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.cli._common import OFFICIAL_CODE_HELP, Subparsers, add_skip_invalid, drive
+from iwr_bench.cli._common import OFFICIAL_CODE_HELP, Subparsers, add_accept_changed, add_skip_invalid, drive
 from iwr_bench.cli.signals import exit_zero_on_stop, terminate_as_interrupt
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
@@ -35,6 +35,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--out", type=Path, help="run folder (default runs/<UTC time>)")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped run")
     p.add_argument("--retry-failed", action="store_true", help="on resume, also redo jobs that failed")
+    add_accept_changed(p)
     p.add_argument(
         "--plugin",
         action="append",
@@ -58,6 +59,9 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--model-calls", type=int, metavar="N", help="generation requests at once per provider")
     p.add_argument("--dino", help="DINOv2 hub id or local folder")
     p.add_argument("--no-metric-cache", action="store_true", help="do not reuse metric values across runs")
+    p.add_argument(
+        "--no-judge-cache", action="store_true", help="do not reuse judge-model answers across runs"
+    )
     p.add_argument("--budget", type=float, metavar="USD", help="stop new paid generation calls past this")
     p.add_argument(
         "--protocol",
@@ -133,6 +137,8 @@ def build_config(args: argparse.Namespace) -> RunConfig:
         data["metrics"]["dino"] = args.dino
     if args.no_metric_cache:
         data["metrics"]["cache"] = False
+    if args.no_judge_cache:
+        judge["cache"] = False
     if args.protocol:
         data["protocol"] = args.protocol
     if args.prompt_file:
@@ -209,12 +215,20 @@ def cmd_run(args: argparse.Namespace) -> int:
                 config = _resumed_config(run_dir, args.plugin)
                 update = _backend(args, config.backend.model_dump())
                 config = config.model_copy(update={"backend": config.backend.model_validate(update)})
+                if args.no_judge_cache:  # a session setting: what is asked, not what it means
+                    judge = config.judge.model_copy(update={"cache": False})
+                    config = config.model_copy(update={"judge": judge})
             if not args.resume and (run_dir / STORE_NAME).exists():
                 raise UserError(
                     f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`"
                 )
             engine = Engine(
-                config, run_dir, resume=bool(args.resume), retry_failed=args.retry_failed, lock=lock
+                config,
+                run_dir,
+                resume=bool(args.resume),
+                retry_failed=args.retry_failed,
+                lock=lock,
+                accept_changed_plugins=args.accept_changed_plugins,
             )
             try:
                 engine.prepare()

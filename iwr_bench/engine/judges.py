@@ -28,7 +28,7 @@ from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
 from iwr_bench.engine.config import JudgeSettings, RoleSettings
 from iwr_bench.engine.deadlines import Background
-from iwr_bench.engine.judge_model import Get, Put, StoredModel
+from iwr_bench.engine.judge_model import Get, Put, SharedCalls, StoredModel
 from iwr_bench.engine.limits import Limits
 from iwr_bench.errors import UserError
 from iwr_bench.registry import build, capability, factory_of, origin_of, parameters
@@ -162,13 +162,25 @@ class DeadlineRubric(_Deadline):
         )
 
 
+class CallStores:
+    """Where a run's judge models keep their answers: the run's store (``get``/``put``) and, unless
+    switched off, the cross-run cache (``shared``)."""
+
+    def __init__(self, get: Get, put: Put, shared: SharedCalls | None = None) -> None:
+        self.get = get
+        self.put = put
+        self.shared = shared
+
+
 def _judge_model(
-    settings: JudgeSettings, name: str, role: str, limits: Limits, get: Get, put: Put
+    settings: JudgeSettings, name: str, role: str, limits: Limits, calls: CallStores
 ) -> StoredModel:
     config = ModelConfig(
         name=name, base_url=settings.base_url or None, api_key_env=settings.api_key_env or None
     )
-    return StoredModel(build_model(config), role=role, limit=limits.judge, get=get, put=put)
+    return StoredModel(
+        build_model(config), role=role, limit=limits.judge, get=calls.get, put=calls.put, shared=calls.shared
+    )
 
 
 def design_record(role: str, chosen: RoleSettings, model: str = "") -> dict[str, Any]:
@@ -184,7 +196,7 @@ def design_record(role: str, chosen: RoleSettings, model: str = "") -> dict[str,
 
 
 def _build_role(
-    role: str, chosen: RoleSettings, settings: JudgeSettings, limits: Limits, get: Get, put: Put
+    role: str, chosen: RoleSettings, settings: JudgeSettings, limits: Limits, calls: CallStores
 ) -> tuple[Any, Model | None, dict[str, Any]]:
     """One role's design; a judge model only for a design whose factory asks for ``judge_model``."""
     context: dict[str, Any] = {"votes": settings.votes, "retries": settings.retries}
@@ -196,18 +208,21 @@ def _build_role(
             raise UserError(
                 f"{role} {chosen.name!r} needs a judge model: set [judge] model (or --judge-model)"
             )
-        model = _judge_model(settings, model_name, role, limits, get, put)
+        model = _judge_model(settings, model_name, role, limits, calls)
         context["judge_model"] = model
     obj, _ = build(role, chosen.name, chosen.options, context)
     return obj, model, design_record(role, chosen, model_name)
 
 
-def build_judges(settings: JudgeSettings, limits: Limits, get: Get, put: Put) -> JudgeSet:
+def build_judges(
+    settings: JudgeSettings, limits: Limits, get: Get, put: Put, shared: SharedCalls | None = None
+) -> JudgeSet:
     """The run's judges, each a registered design built with its options.
 
     A design whose factory takes ``judge_model`` gets the role's judge model (``[judge.<role>]
     model``, else ``[judge] model``) wrapped so its answers are kept through ``get``/``put`` (the
-    run store); ``votes`` and ``retries`` come from ``[judge]`` unless its options set them.
+    run store) and ``shared`` (the cross-run cache, when given); ``votes`` and ``retries`` come from
+    ``[judge]`` unless its options set them.
 
     Raises:
         UserError: an unknown design, a bad option, a design with no judge model, a missing API key.
@@ -217,8 +232,9 @@ def build_judges(settings: JudgeSettings, limits: Limits, get: Get, put: Put) ->
     built: dict[str, Any] = {}
     models: list[Model] = []
     designs: dict[str, Any] = {}
+    calls = CallStores(get, put, shared)
     for role, chosen in settings.roles().items():
-        built[role], model, designs[role] = _build_role(role, chosen, settings, limits, get, put)
+        built[role], model, designs[role] = _build_role(role, chosen, settings, limits, calls)
         if model is not None:
             models.append(model)
     description: dict[str, Any] = {"designs": designs}

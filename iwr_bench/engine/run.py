@@ -43,6 +43,7 @@ from iwr_bench.engine.events import (
     TextCoalescer,
     from_agent,
 )
+from iwr_bench.engine.judge_model import SharedCalls, open_shared_calls
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.layout import RunLayout, replace_session
 from iwr_bench.engine.lifecycle import Recorder, run_folder_error
@@ -53,6 +54,7 @@ from iwr_bench.engine.records import INFRA_FAILURES, RunOutcome
 from iwr_bench.engine.setup import (
     GeneratorFactory,
     builtin_suite,
+    changed_designs,
     check_resumable,
     load_run_tasks,
     opened_generators,
@@ -103,6 +105,7 @@ class Engine:
         pool_config: PoolConfig | None = None,
         lock: RunLock | None = None,
         layout: RunLayout | None = None,
+        accept_changed_plugins: bool = False,
     ) -> None:
         self.config = config.with_defaults()
         self.run_dir = run_dir
@@ -110,6 +113,8 @@ class Engine:
         """The stages this command runs and where its pages and evaluations are (``iwr run``: all)."""
         self.resume = resume
         self.retry_failed = retry_failed
+        self.accept_changed_plugins = accept_changed_plugins
+        """On resume, go on when a judge design's code changed since the last session (recorded)."""
         self._model_overrides = generator_models or {}
         self._judges_override = judges
         self._subscribers = subscribers or []
@@ -140,6 +145,8 @@ class Engine:
         self._ticks = 0
         self._lock = lock
         self._own_lock = lock is None
+        self.shared_calls: SharedCalls | None = None
+        """Judge-model answers kept across runs (``[judge] cache``)."""
 
     # -- set-up (everything that can fail for a user mistake fails here, before any work) -------
 
@@ -171,7 +178,10 @@ class Engine:
         self.budget = self._factory.budget
         if layout.generate:  # judging existing pages needs no generator (nor a model's key)
             self.generators = {m.slug: self._factory(m) for m in cfg.models}
-        judges = self._judges_override or build_judges(cfg.judge, self.limits, self._get_call, self._put_call)
+        self.shared_calls = open_shared_calls() if cfg.judge.cache and self._judges_override is None else None
+        judges = self._judges_override or build_judges(
+            cfg.judge, self.limits, self._get_call, self._put_call, self.shared_calls
+        )
         self.judges = judges.with_deadlines(cfg.limits.judge_call_timeout_s, self.background)
         self.backend = make_backend(cfg)  # where replay and metrics run
         self.backend.connect()
@@ -229,8 +239,10 @@ class Engine:
         return None if self.store is None else self.store.get_call(key)
 
     def _put_call(self, key: str, role: str, response: str) -> None:
+        """Store a paid judge answer and wait until it is on disk (called from a worker thread)."""
         if self.store is not None:
             self.store.put_call(key, role, response)
+            self.store.flush()
 
     def _metrics(self) -> VisualMetrics:
         assert self.limits is not None
@@ -306,6 +318,8 @@ class Engine:
         finally:
             self.metric_progress.stop()
             self.status.stop()
+            if self.shared_calls is not None:
+                self.shared_calls.close()
             if self._own_lock:
                 self.release_lock()
 
@@ -331,6 +345,15 @@ class Engine:
         else:
             old = store.manifest()
             check_resumable(old, manifest)
+            changed = changed_designs(old, manifest)
+            if changed and not self.accept_changed_plugins:
+                raise UserError(
+                    "cannot resume: the code of a judge design changed since the last session: "
+                    + "; ".join(changed)
+                    + " (--accept-changed-plugins goes on with the new code and records the change)"
+                )
+            if changed:
+                entry["changed_designs"] = changed
             store.set_manifest({"sessions": [*session_history(old), entry]})
         store.set_meta("sessions", session)
         store.set_meta("status", "running")

@@ -68,6 +68,9 @@ class JudgeSettings(BaseModel):
     """What a failed judgement counts as."""
     undetermined_policy: Literal["pass", "fail"] = "pass"
     """What an undecidable assertion counts as."""
+    cache: bool = True
+    """Reuse judge-model answers across runs (``~/.cache/iwr-bench/judge-calls.sqlite``), keyed by
+    the request and its server; off, only the run's own store serves them (on resume)."""
 
     @model_validator(mode="before")
     @classmethod

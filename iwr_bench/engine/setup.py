@@ -379,7 +379,53 @@ def session_entry(session: int, started: str, manifest: dict[str, Any]) -> dict[
     ``backend`` at the manifest's top level is the first session's; a resumed session may run on
     another backend (``iwr run --resume RUN --backend ray``), so each session records its own.
     """
-    return {"session": session, "started": started, "backend": manifest.get("backend")}
+    return {
+        "session": session,
+        "started": started,
+        "backend": manifest.get("backend"),
+        "designs": _designs(manifest),
+    }
+
+
+def _designs(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The judge designs a manifest records, by role (name, origin, digest of a file's code)."""
+    judges = manifest.get("judges")
+    designs = judges.get("designs") if isinstance(judges, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+    return dict(designs) if isinstance(designs, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _code_of(record: Any) -> tuple[Any, ...]:
+    """What identifies a design's code: its origin, and the file's digest or the version."""
+    if not isinstance(record, dict):
+        return ()
+    keys = ("name", "kind", "module", "path", "sha256", "distribution", "version")
+    return tuple(record.get(k) for k in keys)  # pyright: ignore[reportUnknownMemberType]
+
+
+def _describe_code(record: dict[str, Any]) -> str:
+    kind = record.get("kind", "?")
+    if kind == "file":
+        return f"file {record.get('path')} (sha256 {str(record.get('sha256'))[:12]})"
+    if kind == "builtin":
+        return "built in"
+    version = record.get("version")
+    return f"{kind} {record.get('module')}" + (f" {version}" if version else "")
+
+
+def changed_designs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The judge designs whose code differs from the last session's (a file edited, another origin
+    or version), one line each; ``old`` is the stored manifest, ``new`` this session's."""
+    sessions = session_history(old)
+    before = next((s["designs"] for s in reversed(sessions) if isinstance(s.get("designs"), dict)), None)
+    before = before if before is not None else _designs(old)
+    lines: list[str] = []
+    for role, record in _designs(new).items():
+        was = before.get(role)
+        if isinstance(record, dict) and isinstance(was, dict) and _code_of(was) != _code_of(record):
+            lines.append(
+                f"{role} {record.get('name')!r}: {_describe_code(was)} is now {_describe_code(record)}"  # pyright: ignore[reportUnknownArgumentType]
+            )
+    return lines
 
 
 def session_history(manifest: dict[str, Any]) -> list[dict[str, Any]]:

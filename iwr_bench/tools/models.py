@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -459,3 +460,24 @@ class TextSnapshot(BaseModel):
     """Blocks on the page that only scrolling would show (not in ``text``)."""
     truncated: bool = False
     """True when the snapshot was cut to its size limit (or the page held more text than the limits)."""
+
+
+PAGE_ORIGIN = "http://page.local"
+"""The origin judge models read for the page server's (whose port changes from run to run)."""
+
+
+def stable_origin(value: Any, origin: str) -> Any:
+    """``value`` (text, or JSON-like data) with ``origin`` written as :data:`PAGE_ORIGIN`."""
+    if isinstance(value, str):
+        return value.replace(origin, PAGE_ORIGIN) if origin else value
+    if isinstance(value, dict):
+        return {k: stable_origin(v, origin) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [stable_origin(v, origin) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url`` ("" for a URL without a host, such as ``about:blank``)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
