@@ -30,12 +30,19 @@ a factory that declares ``judge_model``, ``votes`` or ``retries`` receives the r
 Make it usable by ``pip install`` (an ``iwr_bench.plugins`` entry point naming the module), by a
 run file's ``plugins = ["module", "path/to/file.py"]``, or by ``--plugin``; ``iwr judges list``
 shows it. This module only re-exports: the classes live where they always did.
+
+Designs that use torch vision models (EasyOCR, open_clip, timm, torchvision itself) import
+torchvision through :func:`import_torchvision` first: beside a CPU build of torch, PyPI's
+torchvision fails to import on its compiled operators, and this helper makes it import (on a
+matching CUDA build it is a plain import). A plugin module that fails to import for that reason is
+imported again once the helper has run, so module-level imports work too.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from iwr_bench._torch import import_torchvision
 from iwr_bench.agents.generation.protocol import Generator
 from iwr_bench.agents.generation.records import GenerationResult
 from iwr_bench.agents.grounding import (
@@ -121,6 +128,7 @@ __all__ = [
     "create",
     "element_kind",
     "element_label",
+    "import_torchvision",
     "is_editable",
     "names",
     "register",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import inspect
@@ -298,7 +299,7 @@ def load_entry_points() -> list[Origin]:
         )
         _MODULE_ORIGINS[ep.module] = origin
         try:
-            importlib.import_module(ep.module)
+            _with_torchvision(lambda: importlib.import_module(ep.module))  # noqa: B023 - called at once
         except Exception as exc:  # any error in foreign code: one line, before any work
             del _MODULE_ORIGINS[ep.module]
             where = f"{dist}=={version}" if dist else "an installed distribution"
@@ -332,16 +333,42 @@ def _load_file(ref: str, base: Path | None) -> Origin:
     spec = importlib.util.spec_from_file_location(module, path)
     if spec is None or spec.loader is None:
         raise UserError(f"plugin {ref!r}: {path} is not a Python file")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[module] = mod
     _MODULE_ORIGINS[module] = origin
     try:
-        spec.loader.exec_module(mod)
+        _with_torchvision(lambda: _exec_file(module, spec))
     except Exception as exc:  # any error in foreign code: one line, before any work
-        del sys.modules[module]
+        sys.modules.pop(module, None)
         del _MODULE_ORIGINS[module]
         raise UserError(f"plugin {ref!r}: cannot import {path}: {_first_line(exc)}") from exc
     return origin
+
+
+def _exec_file(module: str, spec: importlib.machinery.ModuleSpec) -> None:
+    assert spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[module]
+        raise
+
+
+_T = TypeVar("_T")
+
+
+def _with_torchvision(load: Callable[[], _T]) -> _T:
+    """``load()``; when it fails on torchvision's compiled operators (a CUDA torchvision beside a
+    CPU torch), make torchvision importable and load again."""
+    try:
+        return load()
+    except RuntimeError as exc:
+        if "torchvision::" not in str(exc):
+            raise
+    from iwr_bench._torch import import_torchvision
+
+    import_torchvision()
+    return load()
 
 
 def _load_module(ref: str) -> Origin:
@@ -351,7 +378,7 @@ def _load_module(ref: str) -> Origin:
     dist, version = _dist_of(ref)
     origin = Origin(kind="module", module=ref, distribution=dist, version=version)
     try:
-        importlib.import_module(ref)
+        _with_torchvision(lambda: importlib.import_module(ref))
     except ModuleNotFoundError as exc:
         if exc.name and ref.startswith(exc.name):
             raise UserError(
@@ -386,7 +413,11 @@ def load_plugins(refs: Iterable[str], base: Path | None = None) -> list[Origin]:
 
 def origin_of(role: str, name: str) -> Origin:
     """Where the design registered as ``name`` for ``role`` came from."""
-    module = getattr(factory_of(role, name), "__module__", "") or ""
+    return origin_of_module(getattr(factory_of(role, name), "__module__", "") or "")
+
+
+def origin_of_module(module: str) -> Origin:
+    """Where the code of ``module`` came from (a plugin file or module, an entry point, built in)."""
     if module in _MODULE_ORIGINS:
         return _MODULE_ORIGINS[module]
     for known, origin in _MODULE_ORIGINS.items():

@@ -476,3 +476,95 @@ def test_readme_design_loads_and_a_role_named_again_keeps_its_options(
         build_parser().parse_args(["run", "-c", str(run_file), "--grounder", "heuristic"])
     )
     assert switched.judge.grounder.options == {}
+
+
+# -- a design's own bug fails its action, not the run ------------------------------------------
+
+_FLAKY = """
+from iwr_bench.plugins import Grounding, GroundingRequest, create, register
+
+
+class Flaky:
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.inner, _ = create("grounder", "heuristic")
+
+    async def __call__(self, request: GroundingRequest) -> Grounding:
+        if "Ridge details" in request.description:
+            raise ValueError("kaboom on the ridge")
+        if "Add to cart" in request.description:
+            return "element 3"  # the wrong type
+        return await self.inner(request)
+
+
+@register("grounder", "flaky")
+def flaky() -> Flaky:
+    return Flaky()
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_raising_plugin_fails_its_action_as_judge_error_and_the_run_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plugin = tmp_path / "flaky_grounder.py"
+    plugin.write_text(_FLAKY, encoding="utf-8")
+    run = tmp_path / "run"
+    argv = ["run", "--only", "101,102,103", "--model", "oracle", "--out", str(run), "--quiet"]
+    assert main([*argv, "--plugin", str(plugin), "--grounder", "flaky"]) == 0
+    capsys.readouterr()
+    store = RunStore.open_run(run, readonly=True)
+    try:
+        jobs = {j.task_id: j for j in store.jobs("judge")}
+    finally:
+        store.close()
+    # The jobs the plugin broke are recorded as judge errors, scored, with eval.json; not engine
+    # errors (which would zero them); the third finishes as it would have.
+    assert {t: (j.status, j.failure) for t, j in jobs.items()} == {
+        101: ("done", None),
+        102: ("failed", "judge_error"),
+        103: ("failed", "judge_error"),
+    }
+    assert all((jobs[t].result or {}).get("eval") for t in (102, 103))
+
+    def actions(task_id: int) -> list[dict[str, Any]]:
+        path = run / "judged" / str(task_id) / "oracle" / "eval.json"
+        return json.loads(path.read_text(encoding="utf-8"))["replay"]["actions"]
+
+    def failed(task_id: int) -> dict[str, Any]:
+        return next(a for a in actions(task_id) if a["status"] == "failed")
+
+    raised = failed(102)
+    assert raised["failure"] == "judge_error" and raised["index"] == 2
+    assert raised["message"].startswith(
+        f"grounder 'flaky' (file {plugin}) raised ValueError: kaboom on the ridge"
+    )
+    assert 'raise ValueError("kaboom on the ridge")' in raised["trace"] and str(plugin) in raised["trace"]
+    wrong = failed(103)
+    assert wrong["failure"] == "judge_error"
+    assert wrong["message"] == f"grounder 'flaky' (file {plugin}) answered a str, not a Grounding"
+    assert all(a["status"] == "ok" for a in actions(101))  # the other task: its own outcome
+
+
+def test_a_plugin_importing_torchvision_at_module_level_loads(tmp_path: Path) -> None:
+    """In a fresh process (torchvision not imported yet), a plugin whose first line imports
+    open_clip (which imports torchvision) loads: the registry makes torchvision importable."""
+    plugin = tmp_path / "vision_plugin.py"
+    plugin.write_text(
+        "import open_clip\nimport torchvision\nfrom iwr_bench.plugins import register\n\n"
+        "@register('grounder', 'vision-probe')\ndef vision_probe():\n    return None\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import sys\nfrom iwr_bench.registry import load_plugins, names\n"
+        "load_plugins([sys.argv[1]])\nimport torchvision.transforms\n"
+        "print('vision-probe' in names('grounder'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(plugin)], capture_output=True, text=True, timeout=240, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

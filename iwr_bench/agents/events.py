@@ -108,6 +108,8 @@ class ActionExecuted(AgentEvent):
     """Failure class, when failed."""
     message: str = ""
     """Details of the failure."""
+    trace: str = ""
+    """Traceback of a judge design that raised (failure ``judge_error``)."""
     screenshot: str | None = None
     """Evidence file of the state after the action (the engine makes it relative to the run folder)."""
     checkpoint: str | None = None

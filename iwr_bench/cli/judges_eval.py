@@ -5,43 +5,37 @@ Designs (``--design``, repeatable; README "Measuring a judge"): a bare name (``h
 ``model=``/``votes=``/``label=``, or a run file (``.toml``) whose ``plugins`` and ``[judge]``
 make the design. Every design is built before any page is opened, so a bad name or option is one
 line and nothing else.
+
+This module parses the options into a :class:`~iwr_bench.lab.LabConfig` and prints; the judging
+and the measurement are :func:`iwr_bench.lab.evaluate`, the Python API, so both give one report.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 from rich.console import Console
 
-from iwr_bench.agents.judge.lab import (
-    BuiltDesign,
-    Case,
-    CaseResult,
-    DesignSpec,
-    LabRun,
-    RoleChoice,
-    Usage,
-    build_design,
-    judge_cases,
-    mutant_cases,
-    parse_design,
-    reference_cases,
-    unique_labels,
-)
-from iwr_bench.dataset.layout import Task, load_tasks
-from iwr_bench.engine.config import load_run_config, only_tasks, plugin_refs
+from iwr_bench.agents.judge.lab import CaseResult
 from iwr_bench.errors import UserError
-from iwr_bench.registry import load_plugins
-from iwr_bench.report.judge_eval import LabReport, agreement_rows, lab_report, score_rows, wrong_rows
+from iwr_bench.lab import LabConfig, evaluate
+from iwr_bench.report.judge_eval import LabReport
+from iwr_bench.report.lab_rows import (
+    action_type_rows,
+    agreement_rows,
+    human_rows,
+    kind_rows,
+    mcnemar_rows,
+    method_note,
+    score_rows,
+    undetermined_rows,
+    wrong_rows,
+)
+from iwr_bench.report.lab_stats import Bootstrap
 from iwr_bench.report.render import print_rows
-from iwr_bench.suites.build import MUTANTS, SAMPLE
-from iwr_bench.tools.pool import PagePool, PoolConfig
 
 
 def add_eval(judges_sub: Any) -> None:
@@ -87,61 +81,29 @@ def add_eval(judges_sub: Any) -> None:
     p.add_argument(
         "--html", type=Path, metavar="FILE", help="write the HTML report (images in img/ beside it)"
     )
+    _add_measure_options(p)
     p.add_argument("--json", action="store_true", help="print everything measured as JSON")
     p.add_argument("--quiet", action="store_true", help="no line per judged page")
     p.set_defaults(func=cmd_eval)
 
 
-def _from_run_file(path: Path) -> DesignSpec:
-    config = load_run_config(path)
-    load_plugins(config.plugins)
-    judge = config.judge
-    roles = {
-        role: RoleChoice(name=chosen.name, options=dict(chosen.options))
-        for role, chosen in judge.roles().items()
-        if role != "rubric"
-    }
-    model = judge.model or next((c.model for c in judge.roles().values() if c.model), "")
-    return DesignSpec(
-        label=path.stem,
-        grounder=roles["grounder"],
-        assertions=roles["assertions"],
-        step=roles.get("step"),
-        replay=roles.get("replay"),
-        model=model,
-        base_url=judge.base_url,
-        api_key_env=judge.api_key_env,
-        votes=judge.votes,
-        retries=judge.retries,
-        judge_error_policy=judge.judge_error_policy,
-        undetermined_policy=judge.undetermined_policy,
-        plugins=config.plugins,
+def _add_measure_options(p: argparse.ArgumentParser) -> None:
+    """The options of the measurement: human labels and the bootstrap intervals."""
+    p.add_argument(
+        "--labels",
+        type=Path,
+        metavar="FILE",
+        help="human labels of single actions (JSON Lines: task_id, case, index, label pass|fail); "
+        "reports each design's agreement and kappa with them",
     )
-
-
-def designs_from(texts: list[str]) -> list[DesignSpec]:
-    """The designs of ``--design`` options (run files read, names checked), with unique labels."""
-    specs = [
-        _from_run_file(Path(t)) if t.endswith(".toml") else parse_design(t) for t in texts or ["heuristic"]
-    ]
-    return unique_labels(specs)
-
-
-def cases_from(args: argparse.Namespace) -> tuple[dict[int, Task], list[Case]]:
-    """The tasks and the cases to judge.
-
-    Raises:
-        UserError: unknown task ids, a cases folder that is not one, a bad ``mutant.json``, no case.
-    """
-    source = args.tasks or SAMPLE
-    tasks = only_tasks(load_tasks(source).tasks, args.only, source)
-    cases = [] if args.no_references else reference_cases(tasks)
-    roots = args.cases or ([MUTANTS] if args.tasks is None else [])
-    for root in roots:
-        cases.extend(mutant_cases(root, tasks))
-    if not cases:
-        raise UserError("no page to judge: no reference page and no --cases with mutant.json for these tasks")
-    return {t.id: t for t in tasks}, cases
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="bootstrap resamples per interval (default 2000)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals (default 0)")
 
 
 def _progress(result: CaseResult) -> None:
@@ -156,34 +118,23 @@ def _progress(result: CaseResult) -> None:
     )
 
 
-async def _judge_all(
-    args: argparse.Namespace,
-    built: list[BuiltDesign],
-    tasks: dict[int, Task],
-    cases: list[Case],
-    evidence: Path,
-) -> tuple[list[CaseResult], dict[str, Usage], dict[str, float]]:
-    results: list[CaseResult] = []
-    usage: dict[str, Usage] = {}
-    wall: dict[str, float] = {}
-    run = LabRun(evidence=evidence, case_timeout_s=args.case_timeout)
-    on_result = None if args.quiet else _progress
-    async with PagePool(PoolConfig(size=args.pages_at_once)) as pool:
-        for design in built:
-            start = time.perf_counter()
-            async with design:
-                for repeat in range(1, args.repeat + 1):
-                    results += await judge_cases(design, repeat, cases, tasks, pool, run, on_result)
-            wall[design.spec.label] = round(time.perf_counter() - start, 3)
-            usage[design.spec.label] = design.usage()
-    return results, usage, wall
-
-
 def _print(report: LabReport) -> None:
     console = Console()
     print_rows(console, score_rows(report), "iwr judges eval: per design")
+    print_rows(console, undetermined_rows(report), "undetermined answers: as judged, as wrong, left out")
+    print_rows(console, kind_rows(report), "accuracy by case kind")
+    if any(s.by_action_type for s in report.scores):
+        print_rows(console, action_type_rows(report), "per-action accuracy by action type")
     if report.agreements:
+        print_rows(console, mcnemar_rows(report), "McNemar's exact test on case accuracy (cases both judged)")
         print_rows(console, agreement_rows(report), "agreement between designs (actions both executed)")
+    if report.labels is not None:
+        src = report.labels
+        title = (
+            f"agreement with human labels ({src.file}: {src.labels} labels, "
+            f"{src.without_case} on no judged action)"
+        )
+        print_rows(console, human_rows(report), title)
     wrong = wrong_rows(report)
     if wrong:
         print_rows(console, wrong, "cases judged wrong (first judging)")
@@ -194,26 +145,34 @@ def _print(report: LabReport) -> None:
                 f"{d.a.label()} vs {d.b.label()}",
                 markup=False,
             )
+    console.print(method_note(report), markup=False)
+
+
+def config_from(args: argparse.Namespace) -> LabConfig:
+    """The :class:`LabConfig` of the command's options."""
+    if args.repeat < 1 or args.pages_at_once < 1:
+        raise UserError("--repeat and --pages-at-once take a number of at least 1")
+    if args.resamples < 100 or args.seed < 0:
+        raise UserError("--resamples takes a number of at least 100, --seed one of at least 0")
+    return LabConfig(
+        tasks=args.tasks,
+        only=args.only,
+        cases=args.cases,
+        references=not args.no_references,
+        labels=args.labels,
+        repeat=args.repeat,
+        pages_at_once=args.pages_at_once,
+        case_timeout_s=args.case_timeout,
+        plugins=args.plugin,
+        out=args.out,
+        html=args.html,
+        bootstrap=Bootstrap(resamples=args.resamples, seed=args.seed),
+    )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """Judge every case with every design, then print (and write) the measurement."""
-    if args.repeat < 1 or args.pages_at_once < 1:
-        raise UserError("--repeat and --pages-at-once take a number of at least 1")
-    load_plugins(plugin_refs(args.plugin, Path.cwd()))
-    specs = designs_from(args.design)
-    built = [build_design(spec) for spec in specs]
-    tasks, cases = cases_from(args)
-    with tempfile.TemporaryDirectory(prefix="iwr-judges-eval-") as tmp:
-        evidence = args.out / "evidence" if args.out else Path(tmp)
-        results, usage, wall = anyio.run(_judge_all, args, built, tasks, cases, evidence)
-        report = lab_report(specs, results, usage, wall)
-        if args.html:
-            from iwr_bench.report.judge_eval_html import write_lab_html
-
-            write_lab_html(args.html, report)
-    if args.out:
-        (args.out / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    report = evaluate(args.design, config_from(args), on_result=None if args.quiet else _progress)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:

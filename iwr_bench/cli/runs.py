@@ -24,8 +24,19 @@ def register(sub: Subparsers) -> None:
     show.add_argument("--json", action="store_true", help="everything as JSON")
     show.set_defaults(func=cmd_runs_show)
 
-    watch = sub.add_parser("watch", help="follow a run (in progress or finished) in the terminal UI")
+    watch = sub.add_parser(
+        "watch",
+        help="follow a run (in progress or finished) in the terminal UI; its actions view (a) is "
+        "the log of every action, filtered by verdict, failure or disagreement between designs",
+    )
     watch.add_argument("run_dir", type=Path)
+    watch.add_argument(
+        "--actions",
+        metavar="FILTER",
+        help="open on the actions view with this filter: all, pass, fail, undetermined, error, failed, "
+        "failure:CLASS, disagree, or words from the task, model, design or description (quoted, "
+        "several words must all match)",
+    )
     watch.set_defaults(func=cmd_watch)
 
 
@@ -80,5 +91,5 @@ def cmd_watch(args: argparse.Namespace) -> int:
         raise UserError(f"{run_dir} is not a folder")
     from iwr_bench.tui.app import watch
 
-    watch(run_dir)
+    watch(run_dir, actions_filter=args.actions)
     return 0

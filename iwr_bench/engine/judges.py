@@ -99,6 +99,8 @@ class _Deadline:
     """Shared part of the deadline wrappers: the inner judge, its name, the bound."""
 
     step = "judge call"
+    wraps_design = True
+    """The design is ``inner`` (see :data:`~iwr_bench.agents.judge.design_calls.WRAPPER_MARK`)."""
 
     def __init__(self, inner: Any, seconds: float, background: Background) -> None:
         self.inner = inner

@@ -1,8 +1,11 @@
 """The HTML page of ``iwr judges eval --html FILE``: scores, every case, and every disagreement.
 
 One self-contained file plus downscaled screenshots under ``img/`` beside it (the style of the run
-report, :mod:`iwr_bench.report.html`). For each pair of designs, every action they judged
-differently is shown with both outcomes, both reasonings and both screenshots side by side.
+report, :mod:`iwr_bench.report.html`). The tables of the terminal (:mod:`iwr_bench.report.lab_rows`:
+scores with their intervals, undetermined answers apart, accuracy by case kind and action type,
+McNemar's tests, agreement with human labels); every wrong case with the action where it went
+wrong, its assertion and the design's reasoning; for each pair of designs, every action they judged
+differently with both outcomes, both reasonings and both screenshots side by side.
 """
 
 from __future__ import annotations
@@ -12,7 +15,17 @@ from pathlib import Path
 
 from iwr_bench.agents.judge.lab import ActionOutcome, CaseResult
 from iwr_bench.report.html import CSS, Images
-from iwr_bench.report.judge_eval import Agreement, LabReport, agreement_rows, score_rows
+from iwr_bench.report.judge_eval import Agreement, LabReport, WrongCase
+from iwr_bench.report.lab_rows import (
+    action_type_rows,
+    agreement_rows,
+    human_rows,
+    kind_rows,
+    mcnemar_rows,
+    method_note,
+    score_rows,
+    undetermined_rows,
+)
 from iwr_bench.report.render import cell, columns
 from iwr_bench.report.tables import Row
 
@@ -40,6 +53,47 @@ def _table(rows: list[Row]) -> str:
 
 def _where(index: int | None, reason: str | None) -> str:
     return "IFS 100" if index is None else f"step {index} {reason or ''}".strip()
+
+
+def _wrong(wrong: list[WrongCase]) -> str:
+    if not wrong:
+        return "<p>none</p>"
+    rows = "".join(
+        f"<tr><td>{_e(w.design)}</td><td>{w.task_id}</td><td>{_e(w.case)}</td><td>{_e(w.kind)}</td>"
+        f"<td>{_e(w.expected)}</td><td>{_e(w.found)}</td>"
+        f"<td>{'-' if w.index is None else w.index} {_e(w.action_type)}</td><td>{_e(w.description)}</td>"
+        f"<td>{_e(w.assertion or '-')}</td><td>{_e(w.outcome or '-')}</td><td>{_e(w.reasoning)}</td></tr>"
+        for w in wrong
+    )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "design", "task", "case", "kind", "expected", "found", "action", "description", "assertion",
+            "outcome there", "reasoning",
+        )
+    )  # fmt: skip
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _tables(report: LabReport) -> list[str]:
+    """The measurement's tables, as in the terminal."""
+    parts = [
+        f"<h2>Designs</h2>{_table(score_rows(report))}<p>{_e(method_note(report))}</p>",
+        f"<h2>Undetermined answers: as judged, as wrong, left out</h2>{_table(undetermined_rows(report))}",
+        f"<h2>Accuracy by case kind</h2>{_table(kind_rows(report))}",
+    ]
+    if any(s.by_action_type for s in report.scores):
+        parts.append(f"<h2>Per-action accuracy by action type</h2>{_table(action_type_rows(report))}")
+    parts.append(f"<h2>McNemar's exact test on case accuracy</h2>{_table(mcnemar_rows(report))}")
+    parts.append(f"<h2>Agreement between designs</h2>{_table(agreement_rows(report))}")
+    if report.labels is not None:
+        src = report.labels
+        parts.append(
+            f"<h2>Agreement with human labels</h2><p>{_e(src.file)}: {src.labels} label(s), "
+            f"{src.without_case} on no judged action</p>{_table(human_rows(report))}"
+        )
+    parts.append(f"<h2>Cases judged wrong (first judging)</h2>{_wrong(report.wrong)}")
+    return parts
 
 
 def _cases(results: list[CaseResult]) -> str:
@@ -93,10 +147,7 @@ def write_lab_html(path: Path, report: LabReport) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     images = Images(path.parent)
     stem = path.stem
-    parts = [
-        f"<h2>Designs</h2>{_table(score_rows(report))}",
-        f"<h2>Agreement between designs</h2>{_table(agreement_rows(report))}",
-    ]
+    parts = _tables(report)
     for i, pair in enumerate(report.agreements):
         kappa = "undefined" if pair.kappa is None else f"{pair.kappa:.3f}"
         parts.append(

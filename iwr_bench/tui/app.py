@@ -1,8 +1,8 @@
 """The Textual app: watch a run live, in-process (``iwr run --tui``) or attached (``iwr watch``).
 
 A status bar (the run's clock, which advances between events, and what the engine is doing) over
-four views, switched with keys shown in the footer, each a widget of its own in
-:mod:`iwr_bench.tui.widgets`:
+five views, switched with keys shown in the footer (which shows the keys that apply to the view
+shown), each a widget of its own in :mod:`iwr_bench.tui.widgets`:
 
 - Overview: per model, generated / judged / total with a bar, running mean IFS, VFS and Final,
   failures by class and cost; run throughput and ETA; the metric stage's images done and left,
@@ -10,9 +10,15 @@ four views, switched with keys shown in the footer, each a widget of its own in
 - Jobs: every (task, model) pair with status, step i/k, scores and failure; sortable (``s``)
   and filterable (``/``); Enter opens a job.
 - Job detail: the trajectory with verdicts; the judge panel (each judge call its own block, its
-  prose streaming in, its answer as fields); the latest replay screenshot beside its reference
-  checkpoint and the diff of the two (half-block pixels).
+  prose streaming in, its answer as fields); for the action under the cursor (up/down, ``[``
+  and ``]``; the last row follows the job) the screenshots before and after it and their diff
+  (half-block pixels).
 - Leaderboard: the paper's columns (LVS, HVS, IFS, VFS, Final) plus failure counts.
+- Actions: every action of every job, filtered by verdict, failure or disagreement between judge
+  designs (``f`` cycles, ``/`` types a filter); Enter opens the job at that action. Over a
+  finished run (``iwr watch``) this is its log viewer.
+
+``q`` and Ctrl-C quit; while the app's own run is going they ask first whether to stop it.
 
 Events come from a source: the engine's bus (in-process) or the run's store (attached, through
 :class:`~iwr_bench.engine.follow.StoreFollower`). The app folds them into a
@@ -36,6 +42,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Header
 from iwr_bench.engine.events import Event
 from iwr_bench.engine.follow import StoreFollower
 from iwr_bench.tui.state import JobView, RunState
+from iwr_bench.tui.widgets.action_log import ActionLogView
 from iwr_bench.tui.widgets.confirm import ConfirmStop
 from iwr_bench.tui.widgets.detail import DetailView
 from iwr_bench.tui.widgets.jobs import JobsView
@@ -50,14 +57,20 @@ if TYPE_CHECKING:
 
 __all__ = ["ConfirmStop", "RunApp", "StoreFollower", "run_tui", "watch"]
 
-VIEWS = ("overview", "jobs", "detail", "leaderboard")
+VIEWS = ("overview", "jobs", "detail", "leaderboard", "log")
 REFRESH_S = 0.25
 """Seconds between redraws."""
 POLL_S = 0.5
 """Seconds between reads of the store when attached."""
 CLOCK_S = 1.0
 """Seconds between updates of the status bar (its clock runs without events)."""
-FOCUS = {"jobs": "#jobtable", "detail": "#actions", "overview": "#models", "leaderboard": "#board"}
+FOCUS = {
+    "jobs": "#jobtable",
+    "detail": "#actions",
+    "overview": "#models",
+    "leaderboard": "#board",
+    "log": "#logtable",
+}
 
 
 class RunApp(App[None]):
@@ -69,13 +82,15 @@ class RunApp(App[None]):
         Binding("o", "view('overview')", "Overview"),
         Binding("j", "view('jobs')", "Jobs"),
         Binding("d", "view('detail')", "Detail"),
-        Binding("l", "view('leaderboard')", "Leaderboard"),
-        Binding("enter", "open_job", "Open job"),
+        Binding("l", "view('leaderboard')", "Board"),
+        Binding("a", "view('log')", "Actions"),
+        Binding("enter", "open_job", "Open job", show=False),
         Binding("s", "sort", "Sort"),
         Binding("slash", "filter", "Filter"),
-        Binding("p", "toggle_follow", "Pause/Resume"),
-        Binding("c", "cancel_job", "Cancel job"),
+        Binding("p", "toggle_follow", "Pause"),
+        Binding("c", "cancel_job", "Cancel"),
         Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
     def __init__(
@@ -86,8 +101,12 @@ class RunApp(App[None]):
         follower: StoreFollower | None = None,
         events: list[Event] | None = None,
         clock: Callable[[], float] = time.time,
+        view: str = "overview",
+        actions_filter: str = "",
     ) -> None:
         super().__init__()
+        self._start = (view, actions_filter)
+        """The view shown first, and the actions log's filter."""
         self.run_dir = run_dir
         self.engine = engine
         self.follower = follower
@@ -101,6 +120,8 @@ class RunApp(App[None]):
         """Job shown in the detail view (None: the most recently active one)."""
         self.outcome: RunOutcome | None = None
         self._drawn_events = -1
+        self._bound_status = ""
+        """The run status the footer's keys were last checked for."""
         self._unsubscribe: Callable[[], None] | None = None
 
     # -- layout -----------------------------------------------------------------------------------
@@ -109,16 +130,19 @@ class RunApp(App[None]):
         """Header, status bar, the four views, footer."""
         yield Header()
         yield StatusBar(id="statusbar")
-        with ContentSwitcher(initial="overview"):
+        with ContentSwitcher(initial=self._start[0]):
             yield OverviewView(id="overview")
             yield JobsView(id="jobs")
             yield DetailView(id="detail")
             yield LeaderboardView(id="leaderboard")
-        yield Footer()
+            yield ActionLogView(id="log")
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         """The event source, the redraw and clock timers and (in-process) the engine worker."""
         self.sub_title = self.run_dir.name
+        self.query_one(ActionLogView).filter_text = self._start[1].strip().lower()
+        self.query_one(FOCUS[self._start[0]], DataTable).focus()
         self.feed(self._initial)
         if self.engine is not None:
             self._unsubscribe = self.engine.bus.subscribe(self.state.apply)
@@ -159,9 +183,34 @@ class RunApp(App[None]):
 
     # -- actions ----------------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Which keys apply now (the footer shows only those): not the shown view's own key, sorting
+        in the jobs view, filtering in the jobs view and the actions log, cancelling a job in the
+        jobs and detail views while the run goes on."""
+        try:
+            view = self.view
+        except NoMatches:  # not composed yet, or a dialog is shown
+            return True
+        if action == "view":
+            return parameters[0] != view
+        if action == "sort":
+            return view == "jobs"
+        if action == "filter":
+            return view in ("jobs", "log")
+        if action == "cancel_job":
+            return view in ("jobs", "detail") and self.state.status == "running"
+        return True
+
+    def _keys_for_status(self) -> None:
+        """Have the footer check the keys again when the run's status changed."""
+        if self.state.status != self._bound_status:
+            self._bound_status = self.state.status
+            self.refresh_bindings()
+
     def action_view(self, name: str) -> None:
         """Switch to a view."""
         self.query_one(ContentSwitcher).current = name
+        self.refresh_bindings()
         self.redraw(force=True)
         # Focus the new view's table, so keys never go to a widget of a hidden view.
         self.query_one(FOCUS[name], DataTable).focus()
@@ -184,6 +233,13 @@ class RunApp(App[None]):
     @on(JobsView.Opened)
     def _opened(self, message: JobsView.Opened) -> None:
         self.selected = message.key
+        self.query_one(DetailView).choose(message.key, None)
+        self.action_view("detail")
+
+    @on(ActionLogView.Opened)
+    def _action_opened(self, message: ActionLogView.Opened) -> None:
+        self.selected = message.key
+        self.query_one(DetailView).choose(message.key, message.index)
         self.action_view("detail")
 
     @on(JudgePanel.FollowChanged)
@@ -197,9 +253,11 @@ class RunApp(App[None]):
         self.notify(f"jobs sorted by {self.jobs.next_sort()}", timeout=2)
 
     def action_filter(self) -> None:
-        """Show the filter box of the jobs view."""
-        self.action_view("jobs")
-        self.jobs.edit_filter()
+        """Show the filter box of the view (jobs or actions log)."""
+        if self.view == "log":
+            self.query_one(ActionLogView).edit_filter()
+        else:
+            self.jobs.edit_filter()
 
     def action_toggle_follow(self) -> None:
         """Pause or resume following the run (the run itself goes on)."""
@@ -231,7 +289,9 @@ class RunApp(App[None]):
             self.notify(f"task {job.task_id} / {job.model} is not in progress", severity="warning")
 
     async def action_quit(self) -> None:
-        """Quit; while this app's own run is going, ask first whether to stop it."""
+        """Quit (``q``, Ctrl-C); while this app's own run is going, ask first whether to stop it."""
+        if isinstance(self.screen, ConfirmStop):  # asked already
+            return
         if self.engine is not None and self.outcome is None:
 
             def answered(stop: bool | None) -> None:
@@ -256,6 +316,7 @@ class RunApp(App[None]):
     def tick(self) -> None:
         """Update the status bar and the metric stage's ETA: they count whether or not events come."""
         now = self.clock()
+        self._keys_for_status()
         bars = self.query(StatusBar)
         if not bars:  # the clock can fire before the screen is composed, on a loaded machine
             return
@@ -270,6 +331,7 @@ class RunApp(App[None]):
 
     def redraw(self, force: bool = False) -> None:
         """Redraw the current view if anything changed (always with ``force``)."""
+        self._keys_for_status()
         if not self.following and not force:
             return
         changed = self.state.events != self._drawn_events
@@ -291,6 +353,8 @@ class RunApp(App[None]):
         elif view == "detail":
             job = self._detail_job()
             self.query_one(DetailView).show(job, self.run_dir, following_active=self.selected is None)
+        elif view == "log":
+            self.query_one(ActionLogView).show(self.state)
         else:
             self.query_one(LeaderboardView).show(self.state)
 
@@ -324,6 +388,8 @@ def run_tui(engine: Engine) -> RunOutcome:
     )
 
 
-def watch(run_dir: Path) -> None:
-    """Follow the run in ``run_dir`` (in progress, finished, or not started yet) until the user quits."""
-    RunApp(run_dir, follower=StoreFollower(run_dir)).run()
+def watch(run_dir: Path, actions_filter: str | None = None) -> None:
+    """Follow the run in ``run_dir`` (in progress, finished, or not started yet) until the user quits;
+    with ``actions_filter``, open on the actions log filtered by it ("" for all)."""
+    view = "overview" if actions_filter is None else "log"
+    RunApp(run_dir, follower=StoreFollower(run_dir), view=view, actions_filter=actions_filter or "").run()

@@ -2,21 +2,18 @@
 
 :class:`RunState` applies events one by one (:meth:`RunState.apply`) and keeps only what the
 views need: per-model progress and running means, per-job rows, the limits' occupancy, the
-metric stage's progress, and for each job the trajectory with verdicts, the judge's recent
-streamed text and tool calls, and the latest screenshot beside its reference checkpoint.
+metric stage's progress, and for each job the trajectory with verdicts and screenshots, the
+judge's recent streamed text and tool calls, and the latest screenshot beside its reference
+checkpoint. A pair judged by several judge designs has a row per design (:meth:`RunState.job`).
 Everything is bounded, so a run with thousands of jobs and millions of streamed tokens keeps a
 small, constant footprint per job.
 """
 
 from __future__ import annotations
 
-import json
-from collections import deque
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import cast
 
-from iwr_bench.agents.events import PROSE_FIELDS, prose_of
 from iwr_bench.engine.events import (
     ActionExecuted,
     ActionGrounded,
@@ -39,198 +36,14 @@ from iwr_bench.engine.events import (
     MetricProgress,
     RunFinished,
     RunStarted,
-    StageFinished,
 )
 from iwr_bench.engine.metric_progress import eta_text
+from iwr_bench.tui.job_view import INFRA, ActionView, CallEntry, CallView, JobView, job_key
 
-STREAM_CHARS = 4000
-"""Characters of one judge call's streamed prose kept (the most recent)."""
-CALLS = 60
-"""Judge calls kept per job (the most recent)."""
+__all__ = ["INFRA", "ActionView", "CallEntry", "CallView", "JobView", "LimitView", "ModelView", "RunState"]
+
 WAITING_S = 2.0
 """A judge call with no word from its model for this long is shown as waiting for it."""
-LOG_LINES = 200
-"""Tool calls and retries kept per job."""
-INFRA = frozenset(
-    {
-        "generation_error",
-        "no_page",
-        "page_load_failed",
-        "page_crashed",
-        "timeout",
-        "stalled",
-        "judge_error",
-        "engine_error",
-        "cancelled",
-    }
-)
-"""Failure classes that are not the model's mistake."""
-
-
-@dataclass
-class ActionView:
-    """One action of a job's trajectory."""
-
-    index: int
-    type: str
-    description: str
-    status: str = "running"
-    """running, ok or failed."""
-    failure: str | None = None
-    message: str = ""
-    element: int | None = None
-    """Grounded element index."""
-    grounding: str = ""
-    """The grounder's reason."""
-    assertion: str = ""
-    """The action's logical assertion, once judged."""
-    verdict: str | None = None
-    """Assertion verdict (yes, no, undetermined, error), when the action has one."""
-    reasoning: str = ""
-    """The assertion judge's explanation."""
-    votes: list[str] = field(default_factory=list[str])
-    calls: list[CallView] = field(default_factory=lambda: list[CallView]())
-    """The judge calls made for this action, in order."""
-
-    @property
-    def stream(self) -> str:
-        """The judges' streamed prose for this action, each call's part headed ``[role]``."""
-        return "\n".join(f"[{c.role}] {c.text}" for c in self.calls if c.text)
-
-
-@dataclass
-class CallEntry:
-    """One piece of a judge call's block, in order: prose, a retry with its feedback, a tool call."""
-
-    kind: str
-    """prose, retry or tool."""
-    text: str
-
-
-@dataclass
-class CallView:
-    """One judge model call: who asks, the request, the prose as it streams, retries, the answer."""
-
-    call: str
-    role: str
-    who: str = ""
-    request: str = ""
-    action: int | None = None
-    """Index of the action it was made for (None: after the replay, e.g. the rubric)."""
-    entries: list[CallEntry] = field(default_factory=list[CallEntry])
-    fields: dict[str, str | int | float | bool | None] | None = None
-    """The structured answer, once complete."""
-    error: str = ""
-    """Why there is no answer."""
-    done: bool = False
-    started: float = 0.0
-    """Event time it started."""
-    heard: float = 0.0
-    """Event time of the latest word from its model."""
-    raw: str = ""
-    """A call from a run recorded before calls had ids: its streamed text as it came (raw JSON for a
-    structured answer), read into prose and fields as the current format would show them."""
-
-    @property
-    def text(self) -> str:
-        """All its prose."""
-        return "".join(e.text for e in self.entries if e.kind == "prose")
-
-    def add_legacy(self, text: str) -> None:
-        """Streamed text of a call without an id (see :attr:`raw`)."""
-        self.raw = (self.raw + text)[-4 * STREAM_CHARS :]
-        if not self.raw.lstrip().startswith("{"):
-            self.entries = [CallEntry("prose", self.raw[-STREAM_CHARS:])]
-            return
-        self.entries = [CallEntry("prose", prose_of(self.raw)[-STREAM_CHARS:])]
-        try:
-            answer = json.loads(self.raw)
-        except ValueError:  # not complete yet
-            return
-        if isinstance(answer, dict):
-            fields = cast("dict[str, object]", answer)
-            self.fields = {k: _shown(v) for k, v in fields.items() if k not in PROSE_FIELDS}
-            self.done = True
-
-    def add_prose(self, text: str) -> None:
-        """Append streamed prose (bounded to :data:`STREAM_CHARS`)."""
-        if self.entries and self.entries[-1].kind == "prose":
-            self.entries[-1].text = (self.entries[-1].text + text)[-STREAM_CHARS:]
-        else:
-            self.entries.append(CallEntry("prose", text[-STREAM_CHARS:]))
-        del self.entries[:-12]
-
-
-@dataclass
-class JobView:
-    """One (task, model) pair: its generation and its judging."""
-
-    task_id: int
-    model: str
-    gen: str = "pending"
-    """pending, queued, running, done, failed or skipped."""
-    judge: str = "pending"
-    step: int = 0
-    """Actions started so far."""
-    total: int = 0
-    """Actions of the task (known once replay starts)."""
-    scores: dict[str, float | None] = field(default_factory=dict[str, float | None])
-    failure: str | None = None
-    message: str = ""
-    cost_usd: float = 0.0
-    actions: list[ActionView] = field(default_factory=list[ActionView])
-    log: deque[str] = field(default_factory=lambda: deque[str](maxlen=LOG_LINES))
-    """Tool calls and retries, newest last."""
-    screenshot: str | None = None
-    """Latest replay screenshot, relative to the run folder."""
-    checkpoint: str | None = None
-    """The reference checkpoint of that state, when it is scored."""
-    seq: int = 0
-    """Sequence of the job's latest event (for 'most recently active')."""
-    calls: dict[str, CallView] = field(default_factory=dict[str, CallView])
-    """Its judge calls by id, oldest first (bounded to :data:`CALLS`)."""
-
-    @property
-    def key(self) -> str:
-        """Row key: ``<task>/<model>``."""
-        return f"{self.task_id}/{self.model}"
-
-    @property
-    def streamed(self) -> ActionView | None:
-        """The latest action a judge model streamed text for."""
-        return next((a for a in reversed(self.actions) if a.stream), None)
-
-    def call(self, call: str, role: str) -> CallView:
-        """The judge call ``call`` (a call without an id, from an older run: one per role and action)."""
-        key = call or f"{role}@{self.actions[-1].index if self.actions else -1}"
-        view = self.calls.get(key)
-        if view is None:
-            # The rubric scores the replay's screenshots after it: its calls belong to no action.
-            action = self.actions[-1] if self.actions and role != "rubric" else None
-            view = self.calls[key] = CallView(key, role, who=role, action=action.index if action else None)
-            if action is not None:
-                action.calls.append(view)
-            while len(self.calls) > CALLS:
-                del self.calls[next(iter(self.calls))]
-        return view
-
-    @property
-    def after_replay(self) -> list[CallView]:
-        """Judge calls made after the replay (the rubric)."""
-        return [c for c in self.calls.values() if c.action is None]
-
-    @property
-    def status(self) -> str:
-        """One word for the pair."""
-        if self.judge in ("done", "failed", "skipped"):
-            return "failed" if self.failure in INFRA else self.judge
-        if self.gen == "failed" and self.failure == "cancelled":
-            return "failed"
-        if self.judge in ("running", "queued"):
-            return "judging"
-        if self.gen in ("running", "queued"):
-            return "generating"
-        return "pending"
 
 
 @dataclass
@@ -293,22 +106,46 @@ class RunState:
     metrics: MetricProgress | None = None
     """The metric stage's latest progress (images done and left, rates, ETA)."""
 
-    def job(self, task_id: int, model: str) -> JobView:
-        """The pair's row, created on first sight."""
-        key = f"{task_id}/{model}"
+    designs: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
+    """Per pair (``<task>/<model>``) judged by several designs, the keys of its design rows."""
+
+    def job(self, task_id: int, model: str, design: str = "") -> JobView:
+        """The row of a pair, or of one design judging it, created on first sight.
+
+        A pair judged by designs has one row per design: the first takes over the pair's row (the
+        generation is shared), and the pair's own events (its generation) go to that row.
+        """
+        pair = job_key(task_id, model)
+        if not design and pair not in self.jobs and pair in self.designs:
+            return self.jobs[self.designs[pair][0]]
+        key = job_key(task_id, model, design)
         view = self.jobs.get(key)
         if view is None:
-            view = self.jobs[key] = JobView(task_id, model)
-            self.models.setdefault(model, ModelView(model))
+            view = self.jobs[key] = JobView(task_id, model, design)
+            counted = self.models.setdefault(model, ModelView(model))
+            if design:
+                self.designs.setdefault(pair, []).append(key)
+                shared = self.jobs.get(pair)
+                if shared is not None and shared.judge == "pending":
+                    del self.jobs[pair]
+                    self.dirty.add(pair)
+                    view.gen, view.cost_usd, view.failure, view.message = (
+                        shared.gen,
+                        shared.cost_usd,
+                        shared.failure,
+                        shared.message,
+                    )
+                else:
+                    counted.total += 1
         return view
 
     def _job_of(self, event: Event) -> JobView | None:
         if not event.job:
             return None
-        parts = event.job.split("/", 2)
-        if len(parts) != 3 or not parts[1].isdigit():
+        parts = event.job.split("/", 3)
+        if len(parts) < 3 or not parts[1].isdigit():
             return None
-        return self.job(int(parts[1]), parts[2])
+        return self.job(int(parts[1]), parts[2], parts[3] if len(parts) == 4 else "")
 
     def apply(self, event: Event) -> None:
         """Fold one event in."""
@@ -319,6 +156,11 @@ class RunState:
         if view is not None:
             view.seq = event.seq
             self.dirty.add(view.key)
+            if self._apply_job(view, event) or self._apply_judge(view, event):
+                return
+        self._apply_run(event)
+
+    def _apply_run(self, event: Event) -> None:
         match event:
             case RunStarted():
                 self.run_id = event.run_id
@@ -327,97 +169,13 @@ class RunState:
                 for model in event.models:
                     mv = self.models.setdefault(model, ModelView(model))
                     own = event.model_tasks.get(model, event.tasks)
-                    mv.total = len(own)
+                    mv.total = sum(max(1, len(self.designs.get(job_key(t, model), ()))) for t in own)
                     for tid in own:
                         self.dirty.add(self.job(tid, model).key)
                 for name, cap in event.limits.items():
                     self.limits.setdefault(name, LimitView(name, cap))
             case RunFinished():
                 self.status, self.message = event.status, event.message
-            case JobQueued() | JobStarted():
-                if view is not None:
-                    state = "queued" if isinstance(event, JobQueued) else "running"
-                    setattr(view, event.stage, state)
-                    if event.stage == "judge" and state == "running":
-                        view.actions, view.step, view.screenshot, view.calls = [], 0, None, {}
-            case JobFinished():
-                if view is not None:
-                    self._finished(view, event)
-            case GenerationFinished():
-                if view is not None and event.cost_usd:
-                    view.cost_usd += event.cost_usd
-            case ActionStarted():
-                if view is not None:
-                    view.step, view.total = event.index + 1, event.total or view.total
-                    view.actions = [a for a in view.actions if a.index < event.index]
-                    view.actions.append(ActionView(event.index, event.type, event.description))
-            case ActionGrounded():
-                action = _action(view, event.index)
-                if action is not None:
-                    action.element, action.grounding = event.element, event.sentence()
-            case ActionExecuted():
-                action = _action(view, event.index)
-                if action is not None:
-                    action.status, action.failure, action.message = event.status, event.failure, event.message
-                if view is not None and event.screenshot:
-                    view.screenshot, view.checkpoint = event.screenshot, event.checkpoint
-            case AssertionVerdictEvent():
-                action = _action(view, event.index)
-                if action is not None:
-                    action.verdict, action.reasoning, action.votes = (
-                        event.verdict,
-                        event.reasoning,
-                        event.votes,
-                    )
-                    action.assertion = event.assertion
-            case JudgeCallStarted():
-                if view is not None:
-                    call = view.call(event.call, event.role)
-                    call.who, call.request, call.started, call.heard = (
-                        event.who,
-                        event.request,
-                        event.time,
-                        event.time,
-                    )
-                    if event.attempt > 1:
-                        call.entries.append(CallEntry("retry", f"attempt {event.attempt}"))
-            case JudgeDelta():
-                if view is not None and (event.call or view.actions):
-                    call = view.call(event.call, event.role)
-                    if event.call:
-                        call.add_prose(event.text)
-                    else:
-                        call.add_legacy(event.text)
-                    call.heard = event.time
-            case JudgeToolCall():
-                if view is not None:
-                    call = view.call(event.call, event.role)
-                    call.heard = event.time
-                    text = (
-                        f"{event.tool} -> {event.result[:120]}"
-                        if event.result
-                        else f"{event.tool}({event.args[:120]})"
-                    )
-                    call.entries.append(CallEntry("tool", text))
-                    view.log.append(f"{event.role}: {text}")
-            case JudgeRetry():
-                if view is not None:
-                    call = view.call(event.call, event.role)
-                    what = "request failed, asked again" if event.transport else "answer sent back"
-                    call.entries.append(
-                        CallEntry("retry", f"retry {event.attempt} ({what}): {event.error[:300]}")
-                    )
-                    call.heard = event.time
-                    view.log.append(f"{event.role}: retry {event.attempt}: {event.error[:160]}")
-            case JudgeAnswer():
-                if view is not None:
-                    call = view.call(event.call, event.role)
-                    call.fields, call.error, call.done, call.heard = (
-                        event.fields or None,
-                        event.error,
-                        True,
-                        event.time,
-                    )
             case EngineStatus():
                 if event.done:
                     self.statuses.pop(event.key, None)
@@ -430,11 +188,102 @@ class RunState:
                 self.backends.add(event.backend)
             case MetricProgress():
                 self.metrics = event
-            case FailureEvent():
-                if view is not None:
-                    view.failure, view.message = event.failure, event.message
-            case StageFinished():  # stage timings are for the work clock, not the board
+            case _:  # stage timings are for the work clock, not the board
                 pass
+
+    def _apply_job(self, view: JobView, event: Event) -> bool:
+        """Fold in an event of ``view``'s stages and actions; whether it was one."""
+        match event:
+            case JobQueued() | JobStarted():
+                state = "queued" if isinstance(event, JobQueued) else "running"
+                setattr(view, event.stage, state)
+                if event.stage == "judge" and state == "running":
+                    view.actions, view.step, view.screenshot, view.calls = [], 0, None, {}
+            case JobFinished():
+                self._finished(view, event)
+            case GenerationFinished():
+                view.cost_usd += event.cost_usd or 0.0
+            case ActionStarted():
+                view.step, view.total = event.index + 1, event.total or view.total
+                view.actions = [a for a in view.actions if a.index < event.index]
+                view.actions.append(ActionView(event.index, event.type, event.description))
+            case ActionGrounded():
+                action = _action(view, event.index)
+                if action is not None:
+                    action.element, action.grounding = event.element, event.sentence()
+            case ActionExecuted():
+                action = _action(view, event.index)
+                if action is not None:
+                    action.status, action.failure, action.message = event.status, event.failure, event.message
+                    action.trace = event.trace
+                    action.executed(event.screenshot, event.checkpoint, _action(view, event.index - 1))
+                if event.screenshot:
+                    view.screenshot, view.checkpoint = event.screenshot, event.checkpoint
+            case AssertionVerdictEvent():
+                action = _action(view, event.index)
+                if action is not None:
+                    action.verdict, action.reasoning, action.votes = (
+                        event.verdict,
+                        event.reasoning,
+                        event.votes,
+                    )
+                    action.assertion = event.assertion
+            case FailureEvent():
+                view.failure, view.message = event.failure, event.message
+            case _:
+                return False
+        return True
+
+    def _apply_judge(self, view: JobView, event: Event) -> bool:
+        """Fold in an event of one of ``view``'s judge calls; whether it was one."""
+        match event:
+            case JudgeCallStarted():
+                call = view.call(event.call, event.role)
+                call.who, call.request, call.started, call.heard = (
+                    event.who,
+                    event.request,
+                    event.time,
+                    event.time,
+                )
+                if event.attempt > 1:
+                    call.entries.append(CallEntry("retry", f"attempt {event.attempt}"))
+            case JudgeDelta():
+                if event.call or view.actions:
+                    call = view.call(event.call, event.role)
+                    if event.call:
+                        call.add_prose(event.text)
+                    else:
+                        call.add_legacy(event.text)
+                    call.heard = event.time
+            case JudgeToolCall():
+                call = view.call(event.call, event.role)
+                call.heard = event.time
+                text = (
+                    f"{event.tool} -> {event.result[:120]}"
+                    if event.result
+                    else f"{event.tool}({event.args[:120]})"
+                )
+                call.entries.append(CallEntry("tool", text))
+                view.log.append(f"{event.role}: {text}")
+            case JudgeRetry():
+                call = view.call(event.call, event.role)
+                what = "request failed, asked again" if event.transport else "answer sent back"
+                call.entries.append(
+                    CallEntry("retry", f"retry {event.attempt} ({what}): {event.error[:300]}")
+                )
+                call.heard = event.time
+                view.log.append(f"{event.role}: retry {event.attempt}: {event.error[:160]}")
+            case JudgeAnswer():
+                call = view.call(event.call, event.role)
+                call.fields, call.error, call.done, call.heard = (
+                    event.fields or None,
+                    event.error,
+                    True,
+                    event.time,
+                )
+            case _:
+                return False
+        return True
 
     def _finished(self, view: JobView, event: JobFinished) -> None:
         model = self.models.setdefault(view.model, ModelView(view.model))
@@ -533,10 +382,6 @@ class RunState:
         running = [j for j in self.jobs.values() if j.status in ("judging", "generating")]
         pool = running or list(self.jobs.values())
         return max(pool, key=lambda j: j.seq, default=None)
-
-
-def _shown(value: object) -> str | int | float | bool | None:
-    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
 def _action(view: JobView | None, index: int) -> ActionView | None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fake_openai import FakeOpenAI, Reply
 
+from iwr_bench import lab as lab_api
 from iwr_bench.agents.judge.lab import LabRun, build_design, judge_cases, mutant_cases, parse_design
 from iwr_bench.cli import main
 from iwr_bench.dataset.layout import load_tasks
@@ -184,3 +185,29 @@ async def test_an_llm_design_is_metered_and_its_changed_verdicts_counted(
     assert (s.usage.input_tokens, s.usage.output_tokens) == (3000, 1500)  # the fake's usage per answer
     assert s.cost_per_action is None  # a local model has no price: never shown as free
     assert s.changed_rate == pytest.approx(6 / 8)  # action 2 flips, 3-7 are no longer run
+
+
+_VOLATILE = {"seconds", "wall_s", "seconds_per_action", "screenshot"}
+
+
+def _stable(data: Any) -> Any:
+    """A report's JSON without wall times and screenshot paths (all two judgings may differ in)."""
+    if isinstance(data, dict):
+        return {k: _stable(v) for k, v in data.items() if k not in _VOLATILE}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(data, list):
+        return [_stable(v) for v in data]  # pyright: ignore[reportUnknownVariableType]
+    return data
+
+
+def test_the_python_api_gives_the_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = tmp_path / "cases" / "102" / "ridge-details-handler-removed"
+    shutil.copytree(MUTANTS / "102" / "ridge-details-handler-removed", cases)
+    argv = ["judges", "eval", "--only", "102", "--no-references", "--cases", str(tmp_path / "cases"),
+            "--json", "--quiet"]  # fmt: skip
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    measured = lab_api.evaluate(["heuristic"], only="102", references=False, cases=[tmp_path / "cases"])
+    assert _stable(measured.model_dump(mode="json")) == _stable(printed)
+    (s,) = measured.scores
+    assert (s.cases, s.correct, s.deciding_actions, s.deciding_actions_right) == (1, 1, 3, 3)
+    assert {b.group for b in s.by_action_type} == {"Scroll", "Click"}

@@ -1,16 +1,35 @@
-"""Refresh ``data/events.jsonl`` (and its images) from a finished run: ``python make_events.py RUN_DIR``.
+"""Event streams for the TUI tests.
 
-Times become fixed (one event every half second), streamed image paths become small copies in
-``data/`` named after the model and step, so snapshot tests do not depend on the machine.
+Run as a script, it refreshes ``data/events.jsonl`` (and its images) from a finished run:
+``python make_events.py RUN_DIR``. Times become fixed (one event every half second), streamed image
+paths become small copies in ``data/`` named after the model and step, so snapshot tests do not
+depend on the machine.
+
+Imported, it builds made-up runs: :func:`judged_job` is one judging job (optionally one judge
+design of several), :func:`finished_run` a whole run around such jobs, :func:`write_steps` the
+screenshots they name and :func:`store_events` writes a stream into a run store, as ``iwr watch``
+reads it.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image
 
+from iwr_bench.engine.events import (
+    ActionExecuted,
+    ActionStarted,
+    AssertionVerdictEvent,
+    Event,
+    EventBus,
+    JobFinished,
+    JobStarted,
+    RunFinished,
+    RunStarted,
+)
 from iwr_bench.engine.store import RunStore
 
 DATA = Path(__file__).with_name("data")
@@ -40,6 +59,95 @@ def main(run_dir: Path) -> None:
     (DATA / "events.jsonl").write_text("\n".join(lines) + "\n")
     store.close()
     print(f"{len(lines)} events -> {DATA / 'events.jsonl'}")
+
+
+# -- made-up runs ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Act:
+    """One action of a made-up job: how it ended and the verdict on its assertion."""
+
+    status: str = "ok"
+    failure: str | None = None
+    verdict: str | None = None
+
+
+def evidence(task_id: int, model: str, design: str = "") -> str:
+    """The evidence folder of a job, relative to the run folder."""
+    return f"evidence/{task_id}/{model}" + (f"/{design}" if design else "")
+
+
+def judged_job(task_id: int, model: str, acts: list[Act], design: str = "") -> list[Event]:
+    """One judging job, ``judge/<task>/<model>[/<design>]``, with screenshots as the replay names
+    them (``step_<i+1>.png`` after action ``i``; the state it met for one that failed)."""
+    job = f"judge/{task_id}/{model}" + (f"/{design}" if design else "")
+    folder = evidence(task_id, model, design)
+    events: list[Event] = [JobStarted(job=job, stage="judge", task_id=task_id, model=model)]
+    for i, act in enumerate(acts):
+        events.append(
+            ActionStarted(job=job, index=i, total=len(acts), type="Click", description=f"button {i + 1}")
+        )
+        step = i + 1 if act.status == "ok" else i
+        events.append(
+            ActionExecuted(
+                job=job,
+                index=i,
+                status=act.status,
+                failure=act.failure,
+                message=f"{act.failure} at button {i + 1}" if act.failure else "",
+                screenshot=f"{folder}/step_{step}.png",
+            )
+        )
+        if act.verdict is not None:
+            events.append(
+                AssertionVerdictEvent(
+                    job=job,
+                    index=i,
+                    assertion=f"button {i + 1} turns green",
+                    verdict=act.verdict,
+                    reasoning=f"judged {act.verdict}",
+                    judge="made-up",
+                )
+            )
+    done = sum(a.status == "ok" for a in acts)
+    scores: dict[str, float | None] = {"ifs": done / len(acts), "final": done / len(acts)}
+    events.append(
+        JobFinished(job=job, stage="judge", task_id=task_id, model=model, status="done", scores=scores)
+    )
+    return events
+
+
+def finished_run(models: list[str], tasks: list[int], *jobs: list[Event]) -> list[Event]:
+    """A completed run: its start, each pair's generation, ``jobs``, its end; numbered and timed."""
+    events: list[Event] = [RunStarted(run_id="made-up", models=models, tasks=tasks)]
+    for task_id in tasks:
+        for model in models:
+            gen = f"gen/{task_id}/{model}"
+            events.append(JobStarted(job=gen, stage="gen", task_id=task_id, model=model))
+            events.append(JobFinished(job=gen, stage="gen", task_id=task_id, model=model, status="done"))
+    events.extend(e for job in jobs for e in job)
+    events.append(RunFinished(status="completed", wall_s=1.0))
+    for seq, event in enumerate(events, 1):
+        event.seq, event.time = seq, START + 0.5 * seq
+    return events
+
+
+def write_steps(run_dir: Path, folder: str, count: int) -> None:
+    """Screenshots ``step_0.png`` to ``step_<count>.png`` in ``run_dir/folder``, each its own colour."""
+    target = run_dir / folder
+    target.mkdir(parents=True, exist_ok=True)
+    for i in range(count + 1):
+        Image.new("RGB", (32, 18), (40 * i % 256, 200, 255 - 40 * i % 256)).save(target / f"step_{i}.png")
+
+
+def store_events(run_dir: Path, events: list[Event]) -> None:
+    """Write ``events`` into the run store of ``run_dir``, as the engine's bus does."""
+    store = RunStore.open_run(run_dir)
+    bus = EventBus(store)
+    for event in events:
+        bus.publish(event)
+    store.close()
 
 
 if __name__ == "__main__":

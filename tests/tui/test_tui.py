@@ -128,7 +128,7 @@ async def test_navigating_a_finished_run(finished_run: Path) -> None:
         actions = app.query_one("#actions", DataTable)
         assert actions.row_count == 8
         assert "recording's screen" in _text(app, "#assertion") and "Packing list" in _text(app, "#assertion")
-        await pilot.press("slash")
+        await pilot.press("j", "slash")  # the filter is the jobs view's
         await pilot.press(*"blank", "enter")
         assert app.view == "jobs" and jobs.row_count == 1 and jobs.get_row_at(0)[1] == "blank"
         await pilot.press("l")
@@ -260,7 +260,9 @@ def _snapshot_app() -> RunApp:
 
 @pytest.mark.parametrize("size", [(80, 24), (180, 50)], ids=["80x24", "180x50"])
 @pytest.mark.parametrize(
-    "keys", [("o",), ("j",), ("j", "enter"), ("l",)], ids=["overview", "jobs", "detail", "leaderboard"]
+    "keys",
+    [("o",), ("j",), ("j", "enter"), ("j", "enter", "up", "up", "up"), ("l",), ("a",)],
+    ids=["overview", "jobs", "detail", "detail-action", "leaderboard", "actions"],
 )
 def test_snapshots(snap_compare: Any, size: tuple[int, int], keys: tuple[str, ...]) -> None:
     assert snap_compare(_snapshot_app(), press=keys, terminal_size=size)

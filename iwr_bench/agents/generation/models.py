@@ -11,6 +11,8 @@ from pydantic_ai.providers import Provider, infer_provider_class
 
 from iwr_bench.agents.generation.config import ModelConfig
 from iwr_bench.agents.generation.wire import record_requests
+from iwr_bench.agents.scripted_model import PROVIDER as SCRIPTED_PROVIDER
+from iwr_bench.agents.scripted_model import scripted_model
 from iwr_bench.errors import UserError
 
 # Older or friendlier provider prefixes, mapped to the names pydantic-ai 2.x knows.
@@ -75,9 +77,14 @@ def build_model(config: ModelConfig, *, official: bool = False) -> Model:
     model: Chat Completions (not the Responses API), with the token limit as ``max_tokens`` (not
     ``max_completion_tokens``, which older OpenAI-compatible servers ignore).
 
+    ``test:`` (and ``test:OPTIONS``, with no ``base_url``) is the built-in scripted judge model of
+    :mod:`iwr_bench.agents.scripted_model`: no key, no network, no price.
+
     Raises:
         UserError: for an unknown provider, a provider whose extra is not installed, or a missing key.
     """
+    if config.provider == SCRIPTED_PROVIDER and not config.base_url:
+        return scripted_model(config.name.split(":", 1)[1])
     key = api_key(config)
     wire: dict[str, Any] | None = {"openai_chat_supports_max_completion_tokens": False} if official else None
     if config.base_url:

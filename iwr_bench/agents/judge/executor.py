@@ -33,6 +33,7 @@ from iwr_bench.agents.events import (
     emitting,
 )
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
+from iwr_bench.agents.judge.design_calls import DesignFailed, call_design
 from iwr_bench.agents.judge.records import (
     ActionRecord,
     AssertionJudge,
@@ -42,7 +43,7 @@ from iwr_bench.agents.judge.records import (
     Replay,
 )
 from iwr_bench.agents.judge.replay import ReplayPolicy, policy_for
-from iwr_bench.agents.judge.step import StepJudge, StepRequest
+from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
 from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import Action, text_to_type
 from iwr_bench.protocol import EvalProtocol
@@ -159,6 +160,9 @@ class Executor:
                 undetermined += outcome == "undetermined"
             except _Failed as exc:
                 record.status, record.failure, record.message = "failed", exc.failure, str(exc)
+            except DesignFailed as exc:  # the design's own bug: this action fails, the run goes on
+                record.status, record.failure, record.message = "failed", "judge_error", str(exc)
+                record.trace = exc.trace
             except PageFailure as exc:
                 failure: FailureClass = "timeout" if exc.reason == "timeout" else "page_crashed"
                 record.status, record.failure, record.message = "failed", failure, str(exc)
@@ -166,7 +170,7 @@ class Executor:
             records.append(record)
             self.emit(
                 ActionExecuted(
-                    **record.model_dump(include={"index", "status", "failure", "message"}),
+                    **record.model_dump(include={"index", "status", "failure", "message", "trace"}),
                     screenshot=record.after or record.before,  # a failed action: the state it met
                     checkpoint=_checkpoint(task, i),
                 )
@@ -214,7 +218,8 @@ class Executor:
         if action.type not in ("Click", "Type", "Scroll", "Press"):
             raise _Failed("action_error", f"unknown action type {action.type!r}")
         before_png = (evidence / (record.before or "")).read_bytes()
-        outcome = await step(StepRequest(action, record.index, tools, self.policy, before_png))
+        request = StepRequest(action, record.index, tools, self.policy, before_png)
+        outcome = await call_design("step judge", step, lambda: step(request), StepOutcome)
         record.tool_calls.extend(outcome.tool_calls)
         record.grounding, record.budget = outcome.grounding, outcome.budget
         record.scroll_moved_px = outcome.scroll_moved_px
@@ -324,7 +329,8 @@ class Executor:
             observation=observation,
             screenshot=screenshot,
         )
-        grounding = await self.grounder(request)
+        grounder = self.grounder
+        grounding = await call_design("grounder", grounder, lambda: grounder(request), Grounding)
         record.grounding = grounding
         self._emit_grounded(record.index, request.description, grounding)
         if grounding.index is None:
@@ -373,7 +379,9 @@ class Executor:
             acted_box=record._acted_box,  # pyright: ignore[reportPrivateUsage]
             recorded_png=recorded.read_bytes() if recorded is not None and recorded.is_file() else None,
         )
-        return self._count(action, record, await self.assertions(request))
+        judge = self.assertions
+        verdict = await call_design("assertion judge", judge, lambda: judge(request), AssertionVerdict)
+        return self._count(action, record, verdict)
 
     def _count(self, action: Action, record: ActionRecord, verdict: AssertionVerdict) -> str:
         """Record and report ``verdict``; raise when it ends the prefix (the policies decide)."""

@@ -111,6 +111,8 @@ class ActionRecord(BaseModel):
     """Why it failed."""
     message: str = ""
     """Details of the failure."""
+    trace: str = ""
+    """The traceback of a judge design that raised (failure ``judge_error``); empty otherwise."""
     grounding: Grounding | None = None
     """The grounder's answer, for actions that target an element."""
     tool_calls: list[str] = Field(default_factory=list)

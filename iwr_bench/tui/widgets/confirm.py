@@ -1,4 +1,4 @@
-"""The question asked when quitting while the app's own run is still going."""
+"""The question asked when quitting (``q``, Ctrl-C) while the app's own run is still going."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
+
+QUESTION = "The run is still going. Stop it and quit? It stays resumable with iwr run --resume."
 
 
 class ConfirmStop(ModalScreen[bool]):
@@ -23,7 +25,7 @@ class ConfirmStop(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """A question and two buttons."""
         with Vertical():
-            yield Label("The run is still going. Stop it and quit? It stays resumable with iwr run --resume.")
+            yield Label(QUESTION)  # wraps to the dialog's width (app.tcss)
             with Horizontal():
                 yield Button("Stop and quit (y)", id="stop", variant="error")
                 yield Button("Keep watching (n)", id="keep", variant="primary")

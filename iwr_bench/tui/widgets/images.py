@@ -19,9 +19,11 @@ class ImagePane(Static):
         self.border_title = title
         self.path: Path | None = None
 
-    def show(self, path: Path | None) -> None:
-        """Draw ``path`` (or a placeholder)."""
+    def show(self, path: Path | None, title: str | None = None) -> None:
+        """Draw ``path`` (or a placeholder), under ``title`` when given."""
         self.path = path
+        if title is not None:
+            self.border_title = title
         self._draw()
 
     def on_resize(self) -> None:
@@ -31,22 +33,26 @@ class ImagePane(Static):
     def _draw(self) -> None:
         width, height = self.content_size.width, self.content_size.height
         if self.path is None or width < 2 or height < 1:
-            self.update(Text("(none yet)", style="dim"))
-            return
-        self.update(halfblock(self.path, width, height))
+            self.update(Text("(none)", style="dim"))
+        elif not self.path.is_file():
+            self.update(Text(f"(not on disk: {self.path.name})", style="dim"))
+        else:
+            self.update(halfblock(self.path, width, height))
 
 
 class DiffPane(Static):
-    """Where the replay screenshot differs from the reference checkpoint, highlighted."""
+    """Where one screenshot differs from another (a replay from its reference checkpoint, or the
+    state after an action from the state before it), highlighted over the first, faded."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.border_title = "diff"
         self.pair: tuple[Path, Path] | None = None
 
-    def show(self, reference: Path | None, replay: Path | None) -> None:
-        """Compare ``replay`` with ``reference`` (a note when either is missing)."""
-        self.pair = (reference, replay) if reference is not None and replay is not None else None
+    def show(self, first: Path | None, second: Path | None, title: str = "diff") -> None:
+        """Compare ``second`` with ``first`` (a note when either is missing)."""
+        self.pair = (first, second) if first is not None and second is not None else None
+        self.border_title = title if self.pair is not None else "diff"
         self._draw()
 
     def on_resize(self) -> None:
@@ -56,6 +62,6 @@ class DiffPane(Static):
     def _draw(self) -> None:
         width, height = self.content_size.width, self.content_size.height
         if self.pair is None or width < 2 or height < 2:
-            self.update(Text("(no checkpoint for this state)", style="dim"))
+            self.update(Text("(nothing to compare)", style="dim"))
             return
         self.update(diff_halfblock(self.pair[0], self.pair[1], width, height))

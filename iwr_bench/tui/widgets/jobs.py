@@ -30,7 +30,7 @@ def job_cells(job: JobView) -> tuple[str, ...]:
     ifs, final = job.scores.get("ifs"), job.scores.get("final")
     return (
         str(job.task_id),
-        job.model,
+        f"{job.model} · {job.design}" if job.design else job.model,
         job.status,
         step,
         pct(None if ifs is None else 100 * ifs),
@@ -50,7 +50,7 @@ class JobsView(Vertical):
         def __init__(self, key: str) -> None:
             super().__init__()
             self.key = key
-            """The job's ``<task>/<model>``."""
+            """The job's key (``<task>/<model>``, ``/<design>`` when it has one)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -119,7 +119,7 @@ class JobsView(Vertical):
     def _matches(self, job: JobView) -> bool:
         if not self.filter_text:
             return True
-        hay = " ".join((str(job.task_id), job.model, job.status, job.failure or "")).lower()
+        hay = " ".join((str(job.task_id), job.model, job.design, job.status, job.failure or "")).lower()
         return all(word in hay for word in self.filter_text.split())
 
     def show(self, state: RunState) -> None:
@@ -133,7 +133,10 @@ class JobsView(Vertical):
         columns = [c.key for c in table.ordered_columns]
         for key in sorted(dirty):
             job = state.jobs.get(key)
-            if job is None:
+            if job is None:  # a pair's row taken over by the row of a design judging it
+                if key in self._rows:
+                    table.remove_row(key)
+                    self._rows.discard(key)
                 continue
             cells = job_cells(job)
             if key in self._rows:

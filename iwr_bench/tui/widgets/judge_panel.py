@@ -60,23 +60,24 @@ def _action_head(action: ActionView, text: Text) -> None:
         text.append(f"  {action.grounding}\n", style="red" if failed else "dim")
 
 
-def job_blocks(job: JobView) -> Text:
-    """Every judge call of ``job``, grouped by action."""
+def job_blocks(job: JobView, action: int | None = None) -> Text:
+    """Every judge call of ``job``, grouped by action (only those of action ``action`` if given)."""
     text = Text()
     live = job.status in ("judging", "generating", "pending")
-    for action in job.actions:
-        if not action.calls and not action.grounding:
+    for shown in job.actions:
+        if (not shown.calls and not shown.grounding) or action not in (None, shown.index):
             continue
-        _action_head(action, text)
-        for call in action.calls:
+        _action_head(shown, text)
+        for call in shown.calls:
             call_block(call, text, live=live)
-    after = job.after_replay
+    after = job.after_replay if action is None else []
     if after:
         text.append("after the replay\n", style="bold underline")
         for call in after:
             call_block(call, text, live=live)
     if not text.plain:
-        text.append("(no judge model output for this job)", style="dim")
+        what = "this job" if action is None else f"action {action + 1}"
+        text.append(f"(no judge model output for {what})", style="dim")
     return text
 
 
@@ -103,9 +104,11 @@ class JudgePanel(VerticalScroll):
         self.border_title = "judge calls"
         self.following = True
 
-    def show(self, job: JobView | None) -> None:
-        """Redraw the blocks of ``job``; keep at the end while following."""
-        body = job_blocks(job) if job is not None else Text("no job yet", style="dim")
+    def show(self, job: JobView | None, action: int | None = None) -> None:
+        """Redraw the blocks of ``job`` (of its action ``action`` only, if given); keep at the end
+        while following."""
+        body = job_blocks(job, action) if job is not None else Text("no job yet", style="dim")
+        self.border_title = "judge calls" if action is None else f"judge calls · action {action + 1}"
         self.query_one("#stream-text", Static).update(body)
         if self.following:  # once the new text is laid out
             self.call_after_refresh(self._to_end)
