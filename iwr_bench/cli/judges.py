@@ -31,8 +31,10 @@ def register(sub: Subparsers) -> None:
     ls.add_argument("--json", action="store_true", help="as JSON")
     ls.set_defaults(func=cmd_list)
     from iwr_bench.cli.judges_eval import add_eval
+    from iwr_bench.cli.judges_replay import add_replay
 
     add_eval(judges_sub)
+    add_replay(judges_sub)
 
 
 def _option(opt: Option) -> str:

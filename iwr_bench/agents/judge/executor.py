@@ -18,6 +18,7 @@ whole (find the target, act, judge the assertion) instead of to the grounder and
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
@@ -43,6 +44,7 @@ from iwr_bench.agents.judge.records import (
     Replay,
 )
 from iwr_bench.agents.judge.replay import ReplayPolicy, policy_for
+from iwr_bench.agents.judge.request_log import log_assertion, log_grounding
 from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
 from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import Action, text_to_type
@@ -76,6 +78,10 @@ class _Failed(Exception):
     def __init__(self, failure: FailureClass, message: str) -> None:
         super().__init__(message)
         self.failure: FailureClass = failure
+
+
+_LOG_TO: ContextVar[Path | None] = ContextVar("iwr_judge_request_log", default=None)
+"""Evidence folder of the replay running in this task, where its judging calls are logged."""
 
 
 def _no_emit(event: AgentEvent) -> None:
@@ -125,7 +131,11 @@ class Executor:
         try:
             with emitting(self.emit):
                 async with self.pool.page(spec) as tools:
-                    return await self._run(tools, task, evidence)
+                    token = _LOG_TO.set(evidence)  # this replay's task only: each replay has its own
+                    try:
+                        return await self._run(tools, task, evidence)
+                    finally:
+                        _LOG_TO.reset(token)
         except PageFailure as exc:
             return Replay.nothing_run(actions, "page_load_failed", str(exc))
 
@@ -331,6 +341,9 @@ class Executor:
         )
         grounder = self.grounder
         grounding = await call_design("grounder", grounder, lambda: grounder(request), Grounding)
+        log = _LOG_TO.get()
+        if log is not None:
+            log_grounding(log, record.index, request, grounding)
         record.grounding = grounding
         self._emit_grounded(record.index, request.description, grounding)
         if grounding.index is None:
@@ -381,6 +394,8 @@ class Executor:
         )
         judge = self.assertions
         verdict = await call_design("assertion judge", judge, lambda: judge(request), AssertionVerdict)
+        files = (record.before or "", record.after or "", recorded if request.recorded_png else None)
+        log_assertion(evidence, record.index, request, verdict, files)
         return self._count(action, record, verdict)
 
     def _count(self, action: Action, record: ActionRecord, verdict: AssertionVerdict) -> str:
