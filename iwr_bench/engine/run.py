@@ -145,6 +145,8 @@ class Engine:
         self._ticks = 0
         self._lock = lock
         self._own_lock = lock is None
+        self.official: OfficialCode | None = None
+        """The authors' checkout (``official_code``), read once at start-up."""
         self.shared_calls: SharedCalls | None = None
         """Judge-model answers kept across runs (``[judge] cache``)."""
 
@@ -169,8 +171,9 @@ class Engine:
             recover_after=cfg.limits.recover_after_s,
         )
         prompt = load_prompt_file(cfg.prompt_file) if cfg.prompt_file else None
-        if cfg.official_code:  # the official generation prompt, read from the checkout
-            prompt = OfficialCode.load(cfg.official_code).generation_prompt()
+        self.official = OfficialCode.load(cfg.official_code) if cfg.official_code else None
+        if self.official is not None:  # the official generation prompt, read from the checkout
+            prompt = self.official.generation_prompt()
         layout = self.layout
         self._factory = GeneratorFactory(
             cfg, self.limits, layout.cache_dir, self._model_overrides, prompt, asset_base=layout.asset_base
@@ -266,6 +269,7 @@ class Engine:
             metrics,
             self.judges,
             self._factory.manifest(),
+            self.official,
         )
         features = self.task_features.describe()
         return {**manifest, "backend": self.backend.describe(), "task_features": features}

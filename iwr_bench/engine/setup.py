@@ -340,8 +340,10 @@ def run_manifest(
     metrics: VisualMetrics | None,
     judges: JudgeSet,
     generation: dict[str, Any],
+    official: OfficialCode | None = None,
 ) -> dict[str, Any]:
-    """What the run used: versions, settings, seeds, sampling, backends, judges, policies."""
+    """What the run used: versions, settings, seeds, sampling, backends, judges, policies
+    (``official``: the authors' checkout the run read, as loaded at start-up)."""
     return {
         "config": cfg.model_dump(mode="json"),
         "tasks_source": str(source),
@@ -364,7 +366,7 @@ def run_manifest(
         "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
         "generation": generation,
         "prompts": prompt_label(cfg.official_code) if cfg.protocol is EvalProtocol.official else "own",
-        "official_code": OfficialCode.load(cfg.official_code).manifest() if cfg.official_code else None,
+        "official_code": official.manifest() if official is not None else None,
         "metric_backends": []
         if metrics is None
         else [m.backend.model_dump() for m in (metrics.ocr, metrics.dino)],

@@ -33,7 +33,7 @@ from iwr_bench.tools.memory import MemoryWatchdog
 from iwr_bench.tools.models import Viewport
 from iwr_bench.tools.process import ChromiumProcess
 from iwr_bench.tools.scripts import JUDGE_WORLD, SteppedClock, determinism_script, judge_init_script
-from iwr_bench.tools.tab import CdpTab
+from iwr_bench.tools.tab import AUTO_ATTACH, CdpTab
 
 logging.getLogger("cdp_use").setLevel(logging.ERROR)  # it logs every connection at INFO
 
@@ -153,9 +153,7 @@ class ChromiumBrowser:
         self._process, self._client = process, client
         self._register(client)
         await client.send.Target.setDiscoverTargets(params={"discover": True})
-        await client.send.Target.setAutoAttach(
-            params={"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
-        )
+        await client.send_raw("Target.setAutoAttach", AUTO_ATTACH)
         self._watchdog = MemoryWatchdog(process.pid, self.config.memory_mb, open_pages=self._open_pages)
         self._watch_scope = anyio.CancelScope()
         self._tg.start_soon(self._watch, self._watchdog, self._watch_scope)
@@ -397,9 +395,7 @@ class ChromiumBrowser:
         )
         await tab.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]})
         await tab.send("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0})
-        await tab.send(
-            "Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
-        )
+        await tab.send("Target.setAutoAttach", AUTO_ATTACH)
 
     async def _size_window(self, tab: CdpTab, vp: Viewport) -> None:
         """Give the tab's window the size of a desktop window around its viewport (the headless

@@ -32,7 +32,8 @@ _NAVIGATED = (
     "Execution context was destroyed",
 )
 
-_AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+AUTO_ATTACH = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
+"""``Target.setAutoAttach``: every new target (frame, worker, popup) waits, paused, for its set-up."""
 _NETWORK = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}
 _SCRIPTED_FETCH = frozenset({"Fetch", "XHR", "EventSource"})
 _REALM_KINDS = ("iframe", "worker", "shared_worker", "service_worker")
@@ -379,7 +380,7 @@ class CdpTab:
                 ("Fetch.enable", {"patterns": patterns}),
                 # (Network.enable on a service worker's session keeps its registration pending)
                 *(() if kind == "service_worker" else (("Network.enable", _NETWORK),)),
-                ("Target.setAutoAttach", _AUTO_ATTACH),
+                ("Target.setAutoAttach", AUTO_ATTACH),
                 *pinned,
             ):
                 try:
