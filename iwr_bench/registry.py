@@ -337,7 +337,6 @@ def _load_file(ref: str, base: Path | None) -> Origin:
     try:
         _with_torchvision(lambda: _exec_file(module, spec))
     except Exception as exc:  # any error in foreign code: one line, before any work
-        sys.modules.pop(module, None)
         del _MODULE_ORIGINS[module]
         raise UserError(f"plugin {ref!r}: cannot import {path}: {_first_line(exc)}") from exc
     return origin

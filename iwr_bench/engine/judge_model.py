@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import sqlite3
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -110,13 +111,19 @@ def _load(data: str) -> ModelResponse:
 
 
 class SharedCalls:
-    """Judge-model answers kept across runs, in a SQLite file (safe for runs in parallel)."""
+    """Judge-model answers kept across runs, in a SQLite file (safe for runs in parallel).
+
+    The file is opened on first use, so a run whose judges ask no model never touches it; one that
+    cannot be opened (a read-only home) is warned about once, and answers are then kept in the
+    run's store only."""
 
     NAMESPACE = "judge-calls"
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._cache = MetricCache(path)
+        self._cache: MetricCache | None = None
+        self._unusable = False
+        self._lock = threading.Lock()
 
     @classmethod
     def default(cls) -> SharedCalls:
@@ -128,27 +135,34 @@ class SharedCalls:
         """A request's key in this cache: the same request to another server is another answer."""
         return hashlib.sha256(f"{server}\n{request}".encode()).hexdigest()
 
+    def _opened(self) -> MetricCache | None:
+        with self._lock:
+            if self._cache is None and not self._unusable:
+                try:
+                    self._cache = MetricCache(self.path)
+                except (OSError, sqlite3.Error) as exc:
+                    self._unusable = True
+                    log.warning("judge answers are not kept across runs: %s", exc)
+            return self._cache
+
     def get(self, key: str) -> str | None:
         """The kept answer (JSON of a model response), or None."""
-        value = self._cache.get(self.NAMESPACE, key)
+        cache = self._opened()
+        value = None if cache is None else cache.get(self.NAMESPACE, key)
         return value if isinstance(value, str) else None
 
     def put(self, key: str, response: str) -> None:
         """Keep an answer."""
-        self._cache.put(self.NAMESPACE, key, response)
+        cache = self._opened()
+        if cache is not None:
+            cache.put(self.NAMESPACE, key, response)
 
     def close(self) -> None:
-        """Close the database."""
-        self._cache.close()
-
-
-def open_shared_calls() -> SharedCalls | None:
-    """The cross-run cache of judge calls, or None (with a warning) where it cannot be opened."""
-    try:
-        return SharedCalls.default()
-    except (OSError, sqlite3.Error) as exc:
-        log.warning("judge answers are not kept across runs: %s", exc)
-        return None
+        """Close the database, if it was opened."""
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None
 
 
 class StoredModel(WrapperModel):

@@ -43,7 +43,7 @@ from iwr_bench.engine.events import (
     TextCoalescer,
     from_agent,
 )
-from iwr_bench.engine.judge_model import SharedCalls, open_shared_calls
+from iwr_bench.engine.judge_model import SharedCalls
 from iwr_bench.engine.judges import JudgeSet, build_judges
 from iwr_bench.engine.layout import RunLayout, replace_session
 from iwr_bench.engine.lifecycle import Recorder, run_folder_error
@@ -181,7 +181,8 @@ class Engine:
         self.budget = self._factory.budget
         if layout.generate:  # judging existing pages needs no generator (nor a model's key)
             self.generators = {m.slug: self._factory(m) for m in cfg.models}
-        self.shared_calls = open_shared_calls() if cfg.judge.cache and self._judges_override is None else None
+        shared = cfg.judge.cache and self._judges_override is None
+        self.shared_calls = SharedCalls.default() if shared else None  # opened on first use
         judges = self._judges_override or build_judges(
             cfg.judge, self.limits, self._get_call, self._put_call, self.shared_calls
         )
