@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast lint typecheck format bench suite real-suite
+.PHONY: setup demo test test-long test-fast lint typecheck format bench suite real-suite
 
 setup:
 	@bash scripts/setup.sh
@@ -25,6 +25,11 @@ format: setup
 # Set-up, lint, type-check, tests; prints each phase's time and the 15 slowest tests.
 test:
 	@PYTEST_ARGS="$(PYTEST_ARGS)" bash scripts/test.sh
+
+# The long real-backend runs `make test` leaves out (Ray workers killed, every suite task and real
+# app proved, memory hogs in a shared browser); about 15 minutes on 2 cores (README: Tests).
+test-long:
+	@IWR_TEST_MARKS=long PYTEST_ARGS="$(PYTEST_ARGS)" bash scripts/test.sh
 
 # The inner loop: no browser, nothing slow (about a minute on 2 cores; README: Tests).
 test-fast: setup

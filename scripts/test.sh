@@ -23,4 +23,5 @@ phase typecheck make -s --no-print-directory typecheck
 export IWR_TEST_PHASES="$phases"
 # Test files run in parallel workers (a file's tests stay together, so a module's browser pool or
 # recorded task is built once): the tests mostly wait on browsers, subprocesses and Ray.
-exec "$BIN/python" -m pytest -n "${IWR_TEST_WORKERS:-3}" --dist loadfile --durations=15 ${PYTEST_ARGS:-}
+# Tests marked `long` (long real-backend runs) are left out here: `make test-long` runs them.
+exec "$BIN/python" -m pytest -n "${IWR_TEST_WORKERS:-3}" --dist loadfile --durations=15 -m "${IWR_TEST_MARKS:-not long}" ${PYTEST_ARGS:-}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 from judge_site import write_page
 
@@ -296,9 +297,12 @@ async def test_a_rule_that_only_confirms_leaves_the_rest_undetermined(
     pool: PagePool, tmp_path: Path, case: str
 ) -> None:
     assertion, before, good, broken = ONLY_OK[case]
-    seen_before = await _seen(pool, tmp_path, "before", before)
-    for name, after, want in (("good", good, "yes"), ("broken", broken, "undetermined")):
-        seen_after = await _seen(pool, tmp_path, name, after)
+    seen = await _seen_all(
+        pool, tmp_path, {"before": (before, ""), "good": (good, ""), "broken": (broken, "")}
+    )
+    seen_before = seen["before"]
+    for name, want in (("good", "yes"), ("broken", "undetermined")):
+        seen_after = seen[name]
         verdict = decide(assertion, None, None, True, seen_before=seen_before, seen_after=seen_after)
         assert verdict.verdict == want, (case, name, verdict.reasoning)
 
@@ -309,15 +313,33 @@ async def _seen(pool: PagePool, tmp_path: Path, name: str, body: str, style: str
         return await tools.visible_text()
 
 
+async def _seen_all(
+    pool: PagePool, tmp_path: Path, pages: dict[str, tuple[str, str]]
+) -> dict[str, VisibleText]:
+    """What each page (name: (body, body style)) shows, the pages opened side by side in the pool."""
+    seen: dict[str, VisibleText] = {}
+
+    async def one(name: str, body: str, style: str) -> None:
+        seen[name] = await _seen(pool, tmp_path, name, body, style)
+
+    async with anyio.create_task_group() as tg:
+        for name, (body, style) in pages.items():
+            tg.start_soon(one, name, body, style)
+    return seen
+
+
 @pytest.mark.parametrize("case", list(CASES))
 async def test_a_claim_about_looks_is_decided_from_the_page(
     pool: PagePool, tmp_path: Path, case: str
 ) -> None:
     assertion, before, good, broken, opts = CASES[case]
     style = str(opts.get("after_body", ""))
-    seen_before = await _seen(pool, tmp_path, "before", before)
-    for name, after, want in (("good", good, "yes"), ("broken", broken, "no")):
-        seen_after = await _seen(pool, tmp_path, name, after, style if name == "good" else "")
+    seen = await _seen_all(
+        pool, tmp_path, {"before": (before, ""), "good": (good, style), "broken": (broken, "")}
+    )
+    seen_before = seen["before"]
+    for name, want in (("good", "yes"), ("broken", "no")):
+        seen_after = seen[name]
         # the screenshot changed: what the page draws (runs, their looks, the background) changed
         changed = seen_after.model_dump() != seen_before.model_dump()
         verdict = decide(assertion, None, None, changed, seen_before=seen_before, seen_after=seen_after)

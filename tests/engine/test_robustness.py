@@ -373,33 +373,40 @@ async def _stop_mid_run(config: Path, run_dir: Path, signum: int) -> None:
 @pytest.mark.browser
 @pytest.mark.anyio
 @pytest.mark.timeout(1500)
-async def test_sigterm_and_sigint_stop_resumably_and_after_the_end_exit_0(
-    pristine_tasks: Path, tmp_path: Path, allow_requests: None
+@pytest.mark.parametrize(
+    ("signum", "after_end"),
+    [  # (SIGINT takes the same path: `make test-long` runs it)
+        (signal.SIGTERM, signal.SIGINT),
+        pytest.param(signal.SIGINT, signal.SIGTERM, marks=pytest.mark.long),
+    ],
+    ids=["SIGTERM", "SIGINT"],
+)
+async def test_a_signal_stops_resumably_and_after_the_end_exits_0(
+    pristine_tasks: Path, tmp_path: Path, allow_requests: None, signum: int, after_end: int
 ) -> None:
     """SIGTERM or SIGINT mid-run: exit 130, and --resume gives the scores of an uninterrupted run;
-    a second process on the folder is refused naming the first; after the run completed, either
+    a second process on the folder is refused naming the first; after the run completed, the other
     signal ends the process with 0."""
     async with serve(FakeOpenAI(replies=[Reply(text=_page())])) as fake:
         config = _run_file(tmp_path / "run.toml", pristine_tasks, fake.url)
         whole = tmp_path / "whole"
         done = await anyio.to_thread.run_sync(
-            lambda: _then_signal(signal.SIGTERM, "run", "-c", str(config), "--out", str(whole), "--quiet")
+            lambda: _then_signal(signum, "run", "-c", str(config), "--out", str(whole), "--quiet")
         )
         assert done.returncode == 0 and "main returned 0" in done.stderr, done.stderr
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            broken = tmp_path / signal.Signals(signum).name
-            await _stop_mid_run(config, broken, signum)
-            resumed = await anyio.to_thread.run_sync(
-                lambda: _then_signal(signal.SIGINT, "run", "--resume", str(broken), "--quiet")  # noqa: B023
-            )
-            assert resumed.returncode == 0 and "main returned 0" in resumed.stderr, resumed.stderr
-            assert reported_scores(broken) == reported_scores(whole)
-            store = RunStore.open_run(broken, readonly=True)
-            try:
-                assert store.meta("status") == "completed" and store.meta("sessions") == 2
-                assert store.count("jobs") == 4
-            finally:
-                store.close()
+        broken = tmp_path / signal.Signals(signum).name
+        await _stop_mid_run(config, broken, signum)
+        resumed = await anyio.to_thread.run_sync(
+            lambda: _then_signal(after_end, "run", "--resume", str(broken), "--quiet")
+        )
+        assert resumed.returncode == 0 and "main returned 0" in resumed.stderr, resumed.stderr
+        assert reported_scores(broken) == reported_scores(whole)
+        store = RunStore.open_run(broken, readonly=True)
+        try:
+            assert store.meta("status") == "completed" and store.meta("sessions") == 2
+            assert store.count("jobs") == 4
+        finally:
+            store.close()
 
 
 def test_sigterm_before_the_store_exists_leaves_nothing(tmp_path: Path) -> None:

@@ -100,12 +100,16 @@ def test_openvino_scores_text_as_pytorch_does(fast: EasyOcr, reference: EasyOcr)
 
 
 @pytest.mark.slow
-def test_openvino_reads_the_same_text_as_pytorch(fast: EasyOcr, reference: EasyOcr) -> None:
-    """A real, colourful checkpoint and red text on navy: the same text, character for character."""
-    images = [
-        Image.open(SAMPLE / "data" / "115" / "checkpoints" / "step_3.png").convert("RGB"),
-        _label("Checkout now - total 42 USD", (255, 0, 0), (0, 0, 97)),
-    ]
+@pytest.mark.parametrize(
+    "image",  # (the whole checkpoint is two minutes of PyTorch OCR on a loaded machine: `make test-long`)
+    ["label", pytest.param("checkpoint", marks=pytest.mark.long)],
+)
+def test_openvino_reads_the_same_text_as_pytorch(fast: EasyOcr, reference: EasyOcr, image: str) -> None:
+    """A real, colourful checkpoint, and red text on navy: the same text, character for character."""
+    if image == "checkpoint":
+        images = [Image.open(SAMPLE / "data" / "115" / "checkpoints" / "step_3.png").convert("RGB")]
+    else:
+        images = [_label("Checkout now - total 42 USD", (255, 0, 0), (0, 0, 97))]
     expected = [reference.read(img) for img in images]
     assert all(expected)
     assert fast.read_many(images) == expected

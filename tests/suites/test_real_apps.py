@@ -154,16 +154,25 @@ def test_markup_in_an_assertion_is_text_the_page_prints() -> None:
     assert quote_markup("it reads '<i>x</i>'") == "it reads '<i>x</i>'"
 
 
+FEW = {"todomvc-vanillajs"}
+"""The apps `make test` proves (the to-do app); `make test-long` proves all."""
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_the_real_apps_prove_themselves_and_their_mutants_fail_where_they_should(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "only", [pytest.param(FEW, id="few"), pytest.param(None, id="all", marks=pytest.mark.long)]
+)
+def test_the_real_apps_prove_themselves_and_their_mutants_fail_where_they_should(
+    tmp_path: Path, only: set[str] | None
+) -> None:
     """Every app records on the first try and proves itself; the judge catches each mutant at its
     expected step (those marked known_miss aside), passes the harmless ones, and answers
     `undetermined` to at most 15% of the references' assertions (none, when this was written)."""
     out = tmp_path / "real"
-    built = anyio.run(real_apps.build, out, None, False, real_apps.APPS, real_apps.default_out() / "npm")
-    assert {b.slug for b in built} == {a.slug for a in load_apps()}
+    built = anyio.run(real_apps.build, out, only, False, real_apps.APPS, real_apps.default_out() / "npm")
+    assert {b.slug for b in built} == {a.slug for a in load_apps(real_apps.APPS, only)}
     assert all(b.ifs == 100 and b.lowest_checkpoint >= 0.98 for b in built)
     report = tmp_path / "lab"
     assert iwr(["judges", "eval", "--tasks", str(out / "tasks"), "--cases", str(out / "mutants"),

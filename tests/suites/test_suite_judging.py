@@ -1,4 +1,8 @@
-"""The offline judges on the built-in suite: every task proves itself, every mutant fails where it should."""
+"""The offline judges on the built-in suite: every task proves itself, every mutant fails where it should.
+
+`make test` proves the tasks in :data:`CORE` (every mutant kind, every level of interaction, a game,
+a form and the phone-sized task among them); the rest are marked ``long`` (`make test-long`).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ from iwr_bench.tools.pool import PagePool, PoolConfig
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.anyio]
 TASKS = {t.id: t for t in load_tasks(SAMPLE).tasks}
+CORE = {102, 105, 108, 111, 116}
+"""The tasks `make test` proves (about a third of the suite's replays)."""
 
 
 PAGES = 3
@@ -98,10 +104,19 @@ async def _task_problems(pool: PagePool, prover: OracleProver, task_id: int, wor
 
 @pytest.fixture(scope="module")
 async def problems(
-    pool: PagePool, prover: OracleProver, tmp_path_factory: pytest.TempPathFactory
+    pool: PagePool,
+    prover: OracleProver,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> dict[int, list[str]]:
-    """Every task's problems, all tasks judged at once: the pool's pages stay busy from one task's
-    replays to the next's, instead of waiting for each task's slowest replay."""
+    """The problems of every task whose test runs (``-m`` and ``-k`` leave the others out), all
+    judged at once: the pool's pages stay busy from one task's replays to the next's, instead of
+    waiting for each task's slowest replay."""
+    chosen = {
+        item.callspec.params["task_id"]
+        for item in request.session.items
+        if isinstance(item, pytest.Function) and item.module is request.module and hasattr(item, "callspec")
+    }
     work = tmp_path_factory.mktemp("suite")
     found: dict[int, list[str]] = {}
 
@@ -112,13 +127,15 @@ async def problems(
             found[task_id] = [f"judging the task raised {type(exc).__name__}: {exc}"]
 
     async with anyio.create_task_group() as tg:
-        for task_id in sorted(TASKS):
+        for task_id in sorted(chosen):
             tg.start_soon(judge, task_id)
     return found
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("task_id", sorted(TASKS))
+@pytest.mark.parametrize(
+    "task_id", [t if t in CORE else pytest.param(t, marks=pytest.mark.long) for t in sorted(TASKS)]
+)
 async def test_task_proves_itself_and_its_mutants_fail_where_they_should(
     problems: dict[int, list[str]], task_id: int
 ) -> None:

@@ -135,7 +135,8 @@ async def _hog_beside_a_page(
 @pytest.mark.parametrize(
     ("hog", "charged"),
     [
-        ("webgl", "in the browser's shared processes"),
+        # (software WebGL builds textures on the CPU: minutes on a loaded machine, so `make test-long`)
+        pytest.param("webgl", "in the browser's shared processes", marks=pytest.mark.long),
         ("blob", "in the browser's shared processes"),
         ("storage", "MiB of stored data"),
     ],
@@ -178,6 +179,7 @@ async def test_stored_data_is_charged_to_its_page_in_a_shared_browser(
     assert "count 1" in shown, shown
 
 
+@pytest.mark.long  # a WebGL hog again (see above)
 async def test_in_one_shared_browser_the_largest_page_is_stopped_first(
     write_page: Callable[..., Path],
 ) -> None:

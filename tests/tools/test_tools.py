@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
+from patience import roomy
 
 from iwr_bench.dataset.models import Action, ActionParameters, scroll_region
 from iwr_bench.metrics.hashing import as_image
@@ -375,12 +376,14 @@ setInterval(() => { t++; document.getElementById('s').style.marginLeft = (t % 2)
 async def test_a_page_that_keeps_moving_settles_on_its_perceptual_hash(
     pool: PagePool, write_page: Callable[..., Path]
 ) -> None:
-    settle = SettleConfig(interval=0.05, max_wait=2.0, tolerant_after=0.6)
+    # (the bound only ends a hang: under load two screenshots in a row can take longer than an
+    # idle machine's 2 s, and the page is still settled by its hash, not by running out of time)
+    settle = SettleConfig(interval=0.05, max_wait=min(60.0, roomy(2.0)), tolerant_after=0.6)
     async with pool.page(PageSpec(page=str(write_page(SPINNER)))) as tools:
         moving = PageTools(tools.tab, settle, tools.limits)
         await moving.observe()
         result = await moving.click(0)
-    assert result.settled and 0.6 <= result.settle_seconds < 2.0
+    assert result.settled and 0.6 <= result.settle_seconds < settle.max_wait
 
 
 def test_viewport_parse() -> None:
