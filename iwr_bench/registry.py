@@ -473,7 +473,8 @@ def reload_recorded(recorded: Iterable[str], extra: Iterable[str], designs: Mapp
 
     ``recorded`` are the run's own ``plugins`` (one that no longer loads is passed over when
     ``extra``, the ``--plugin`` given now, provides its designs); ``designs`` is the manifest's
-    record per role (``name``, ``module``, ``distribution``, ``version``, ``path``, ...).
+    record per role, or per ``<label>/<role>`` (``name``, ``module``, ``distribution``,
+    ``version``, ``path``, ...).
 
     Returns:
         The plugins to keep for the run (those that loaded, then ``extra``).
@@ -493,13 +494,14 @@ def reload_recorded(recorded: Iterable[str], extra: Iterable[str], designs: Mapp
             problems[ref] = str(exc)
             continue
         kept.append(ref)
-    for role, record in designs.items():
+    for key, record in designs.items():
+        role = key.rsplit("/", 1)[-1]  # (``<label>/<role>`` in a run comparing several designs)
         if not isinstance(record, Mapping) or record.get("name") in names(role):
             continue
         fields = {k: v for k, v in record.items() if k in Origin.model_fields}  # pyright: ignore[reportUnknownVariableType]
         origin = Origin.model_validate(fields)
         raise UserError(
-            f"cannot resume: {role} {record.get('name')!r} came from {origin.label()} "
+            f"cannot resume: {key} {record.get('name')!r} came from {origin.label()} "
             f"(module {origin.module}), which is not available: {origin.how_to_get()}"
         )
     if problems and not extra:

@@ -256,3 +256,38 @@ def build_judges(
         step=built.get("step"),
         replay=built.get("replay"),
     )
+
+
+def build_judge_sets(
+    settings: JudgeSettings, limits: Limits, get: Get, put: Put, shared: SharedCalls | None = None
+) -> dict[str, JudgeSet]:
+    """One judge set per design label (:meth:`JudgeSettings.labels`; ``""`` when the run has one
+    design), each built by :func:`build_judges` from that design's settings.
+
+    Raises:
+        UserError: as :func:`build_judges`, naming the design.
+    """
+    sets: dict[str, JudgeSet] = {}
+    for label in settings.labels():
+        try:
+            sets[label] = build_judges(settings.design(label), limits, get, put, shared)
+        except UserError as exc:
+            if not label:
+                raise
+            raise UserError(f"[[judge.designs]] {label!r}: {exc}") from exc
+    return sets
+
+
+def describe_sets(sets: dict[str, JudgeSet]) -> dict[str, Any]:
+    """What the manifest records about a run's judges: one set's description as it always was; for
+    several designs, each by label (``by_label``) and every design's code by ``<label>/<role>``
+    (``designs``, which provenance checks compare between sessions)."""
+    if list(sets) == [""]:
+        return sets[""].describe()
+    by_label = {label: judges.describe() for label, judges in sets.items()}
+    designs = {
+        f"{label}/{role}": record
+        for label, description in by_label.items()
+        for role, record in description.get("designs", {}).items()
+    }
+    return {"labels": list(sets), "designs": designs, "by_label": by_label}

@@ -123,9 +123,11 @@ class RunLayout:
         found = self.pages_root / str(task_id) / self.folder(slug)
         return found if found.is_dir() else None
 
-    def judged_dir(self, task_id: int, slug: str) -> Path:
-        """Where the pair's eval.json and evidence go."""
-        return (self.judged or self.run_dir / "judged") / str(task_id) / self.folder(slug)
+    def judged_dir(self, task_id: int, slug: str, label: str = "") -> Path:
+        """Where the pair's eval.json and evidence go (under ``<label>/`` for a design of a run
+        that compares several)."""
+        folder = (self.judged or self.run_dir / "judged") / str(task_id) / self.folder(slug)
+        return folder / label if label else folder
 
 
 def replace_session(run_dir: Path, front: Front) -> None:

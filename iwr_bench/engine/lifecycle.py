@@ -197,13 +197,15 @@ class Recorder:
             log.exception("%s of %s on task %d failed", stage, model, task_id)
             handle.fail(error_class, f"{type(exc).__name__}: {exc}")
 
-    def cancelled(self, task_id: int, model: str) -> None:
-        """Record the pair's unfinished jobs as cancelled by the user."""
-        for stage in ("gen", "judge"):
-            jid = job_id(stage, task_id, model)
+    def cancelled(self, task_id: int, model: str, judged: list[str] | None = None) -> None:
+        """Record the pair's unfinished jobs as cancelled by the user (``judged``: the names its
+        judging jobs go by, one per design; default the model's)."""
+        jobs = [("gen", model)] + [("judge", name) for name in (judged or [model])]
+        for stage, name in jobs:
+            jid = job_id(stage, task_id, name)
             row = self.store.job(jid)
             if row is not None and row.status not in FINISHED:
-                JobHandle(self, jid, stage, task_id, model).fail(
+                JobHandle(self, jid, stage, task_id, name).fail(  # type: ignore[arg-type]
                     FailureClass.cancelled, "cancelled by the user"
                 )
 

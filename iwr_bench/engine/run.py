@@ -44,7 +44,7 @@ from iwr_bench.engine.events import (
     from_agent,
 )
 from iwr_bench.engine.judge_model import SharedCalls
-from iwr_bench.engine.judges import JudgeSet, build_judges
+from iwr_bench.engine.judges import JudgeSet, build_judge_sets, describe_sets
 from iwr_bench.engine.layout import RunLayout, replace_session
 from iwr_bench.engine.lifecycle import Recorder, run_folder_error
 from iwr_bench.engine.limits import Limits, OccupancyReporter
@@ -147,6 +147,8 @@ class Engine:
         self._own_lock = lock is None
         self.official: OfficialCode | None = None
         """The authors' checkout (``official_code``), read once at start-up."""
+        self.judge_sets: dict[str, JudgeSet] = {}
+        """The judge set of each design label (``""``: the run's one design), with deadlines."""
         self.shared_calls: SharedCalls | None = None
         """Judge-model answers kept across runs (``[judge] cache``)."""
 
@@ -183,10 +185,13 @@ class Engine:
             self.generators = {m.slug: self._factory(m) for m in cfg.models}
         shared = cfg.judge.cache and self._judges_override is None
         self.shared_calls = SharedCalls.default() if shared else None  # opened on first use
-        judges = self._judges_override or build_judges(
+        sets = {"": self._judges_override} if self._judges_override is not None else None
+        sets = sets or build_judge_sets(
             cfg.judge, self.limits, self._get_call, self._put_call, self.shared_calls
         )
-        self.judges = judges.with_deadlines(cfg.limits.judge_call_timeout_s, self.background)
+        seconds = cfg.limits.judge_call_timeout_s
+        self.judge_sets = {label: j.with_deadlines(seconds, self.background) for label, j in sets.items()}
+        self.judges = next(iter(self.judge_sets.values()))  # (the rubric is the same in every set)
         self.backend = make_backend(cfg)  # where replay and metrics run
         self.backend.connect()
         self._open_store()
@@ -203,7 +208,7 @@ class Engine:
             bus=self.bus,
             recorder=self.recorder,
             limits=self.limits,
-            judges=self.judges,
+            judges=self.judge_sets,
             generators=self.generators,
             models=cfg.model_slugs,
             tasks=self.tasks,
@@ -268,7 +273,7 @@ class Engine:
             self.skipped,
             self._pool(),
             metrics,
-            self.judges,
+            describe_sets(self.judge_sets),
             self._factory.manifest(),
             self.official,
         )
@@ -425,7 +430,8 @@ class Engine:
             if self.stages.judging_left():
                 with self.clock.work(StageName.replay):  # starting Chromium is browser time
                     await stack.enter_async_context(self.backend.open(self._pool()))
-                await stack.enter_async_context(self.judges)
+                for judges in self.judge_sets.values():
+                    await stack.enter_async_context(judges)
             await stack.enter_async_context(opened_generators(self.generators))
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._report_limits)
@@ -468,7 +474,7 @@ class Engine:
             finally:
                 del self._pairs[(task.id, slug)]
         if scope.cancelled_caught:
-            self.recorder.cancelled(task.id, slug)
+            self.recorder.cancelled(task.id, slug, self.stages.judged_names(slug))
 
 
 def _own_tasks(config: RunConfig, task_ids: list[int]) -> dict[str, list[int]]:

@@ -36,6 +36,48 @@ def _role(value: Any, flat_options: Any = None, *, rubric: bool = False) -> Any:
     return value
 
 
+_LABEL = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$"
+
+
+class DesignSettings(BaseModel):
+    """One judge design of a run that compares several (``[[judge.designs]]``): a label, and the
+    ``[judge]`` keys it sets differently; every key it leaves out is the ``[judge]`` table's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = Field(pattern=_LABEL)
+    """Names the design's jobs (``judge/<task>/<model>/<label>``) and results; letters, digits,
+    ``.``, ``_`` and ``-``."""
+    grounder: RoleSettings | None = None
+    grounder_options: dict[str, Any] | None = None
+    assertions: RoleSettings | None = None
+    step: RoleSettings | None = None
+    replay: RoleSettings | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    votes: int | None = Field(default=None, ge=1, le=9)
+    retries: int | None = Field(default=None, ge=0, le=10)
+    judge_error_policy: Literal["pass", "fail"] | None = None
+    undetermined_policy: Literal["pass", "fail"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out: dict[str, Any] = dict(data)  # pyright: ignore[reportUnknownArgumentType]
+        if "rubric" in out:
+            raise ValueError(
+                "a design cannot set its own rubric: the rubric (HVS) is measured once per page "
+                "for all of a run's designs; set it in [judge]"
+            )
+        for role in ("grounder", "assertions", "step", "replay"):
+            if isinstance(out.get(role), str):
+                out[role] = _role(out[role])
+        return out
+
+
 class JudgeSettings(BaseModel):
     """Which judges score the pages, and how their failures count."""
 
@@ -71,6 +113,36 @@ class JudgeSettings(BaseModel):
     cache: bool = True
     """Reuse judge-model answers across runs (``~/.cache/iwr-bench/judge-calls.sqlite``), keyed by
     the request and its server; off, only the run's own store serves them (on resume)."""
+    designs: list[DesignSettings] = Field(default_factory=list[DesignSettings])
+    """Several judge designs compared in one run (``[[judge.designs]]``): each judges every page
+    as a job of its own (``judge/<task>/<model>/<label>``). Empty: the ``[judge]`` table is the
+    run's one design, and jobs are ``judge/<task>/<model>``."""
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> JudgeSettings:
+        labels = [d.label for d in self.designs]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"[[judge.designs]] labels must differ: {', '.join(twice)} given twice")
+        return self
+
+    def labels(self) -> list[str]:
+        """The design labels of the run, in order (``[""]``: one unnamed design, the ``[judge]`` table)."""
+        return [d.label for d in self.designs] or [""]
+
+    def design(self, label: str) -> JudgeSettings:
+        """The settings of design ``label``: the ``[judge]`` table with the keys the design sets
+        (``""``: the table itself)."""
+        if not label:
+            return self
+        chosen = next(d for d in self.designs if d.label == label)
+        base = self.model_dump(exclude={"designs"})
+        override = chosen.model_dump(exclude={"label"}, exclude_none=True)
+        flat = override.pop("grounder_options", None)
+        if flat is not None:
+            grounder = override.get("grounder", base["grounder"])
+            override["grounder"] = {**grounder, "options": {**grounder.get("options", {}), **flat}}
+        return JudgeSettings.model_validate({**base, **override})
 
     @model_validator(mode="before")
     @classmethod

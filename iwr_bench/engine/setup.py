@@ -40,7 +40,6 @@ from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.config import RunConfig, generator_design, is_baseline, provider_of
 from iwr_bench.engine.deadlines import Background
 from iwr_bench.engine.jobs import record_digest
-from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.limits import LimitedCaller, Limits
 from iwr_bench.engine.settings import MetricSettings
 from iwr_bench.errors import UserError
@@ -338,12 +337,13 @@ def run_manifest(
     skipped: list[dict[str, Any]],
     pool: PoolConfig,
     metrics: VisualMetrics | None,
-    judges: JudgeSet,
+    judges: dict[str, Any],
     generation: dict[str, Any],
     official: OfficialCode | None = None,
 ) -> dict[str, Any]:
     """What the run used: versions, settings, seeds, sampling, backends, judges, policies
-    (``official``: the authors' checkout the run read, as loaded at start-up)."""
+    (``official``: the authors' checkout the run read, as loaded at start-up; ``judges``: what
+    :func:`~iwr_bench.engine.judges.describe_sets` says of the run's judge sets)."""
     return {
         "config": cfg.model_dump(mode="json"),
         "tasks_source": str(source),
@@ -370,7 +370,8 @@ def run_manifest(
         "metric_backends": []
         if metrics is None
         else [m.backend.model_dump() for m in (metrics.ocr, metrics.dino)],
-        "judges": judges.describe(),
+        "judges": judges,
+        "judge_labels": [label for label in cfg.judge.labels() if label],
         "policies": effective_policies(cfg),
     }
 

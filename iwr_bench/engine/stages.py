@@ -1,5 +1,9 @@
 """The stages of one (task, model) pair: generate, then replay, metrics, rubric and record.
 
+A run that compares judge designs (``[[judge.designs]]``) judges each pair's page once per design,
+each as a job of its own (``judge/<task>/<model>/<label>``, evaluations under
+``judged/<task>/<model>/<label>/``); the page is generated once.
+
 Each stage waits on its own named limit and gives it back as soon as it is done, handing the next
 stage data (a page folder, a replay and its evidence folder, measured pairs): the browser page is
 released before the metrics start, so while one page's metrics run the browser replays the next.
@@ -44,7 +48,7 @@ from iwr_bench.engine.lifecycle import JobHandle, Recorder
 from iwr_bench.engine.limits import Limits
 from iwr_bench.engine.records import FailureClass, JobStatus
 from iwr_bench.engine.status import StatusReporter
-from iwr_bench.engine.store import RunStore, job_id
+from iwr_bench.engine.store import RunStore, job_id, judged_name
 from iwr_bench.engine.watch import JobWatch, Watchdog
 
 AgentSink = Callable[[str, str], Emit]
@@ -63,7 +67,8 @@ class PairStages:
     bus: EventBus
     recorder: Recorder
     limits: Limits
-    judges: JudgeSet
+    judges: dict[str, JudgeSet]
+    """The judge set of each design label (``""``: the run's one design)."""
     generators: dict[str, Generator]
     """Generators by model slug (empty when the generate stage does not run)."""
     models: list[str]
@@ -103,12 +108,21 @@ class PairStages:
         """Order of a pair for the browser pages: by task, then by model (models interleave)."""
         return [t.id for t in self.tasks].index(task_id), self.models.index(slug)
 
+    def judged_names(self, slug: str) -> list[str]:
+        """What a model's judging jobs are named after: the model, or ``<model>/<label>`` per design."""
+        return [judged_name(slug, label) for label in self.judges]
+
     def judging_left(self) -> bool:
         """Whether some judging job of the run still has to run in this session."""
         if not self.layout.judge:
             return False
         finished = {row.id for row in self.store.jobs("judge") if self.recorder.finished(row)}
-        return any(job_id("judge", t.id, slug) not in finished for t in self.tasks for slug in self.models)
+        return any(
+            job_id("judge", t.id, name) not in finished
+            for t in self.tasks
+            for slug in self.models
+            for name in self.judged_names(slug)
+        )
 
     # -- the generate stage ------------------------------------------------------------------------
 
@@ -180,58 +194,75 @@ class PairStages:
         if jid in self._replayed:
             return
         self._replayed.add(jid)
-        if len(self._replayed) == self.pairs:
+        if len(self._replayed) == self.pairs * len(self.judges):
             self.backend.replays_over()
 
     async def judge(
         self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics | None
     ) -> None:
-        """Judge the pair's page: replay it, measure it, score it and record the evaluation."""
-        try:
-            await self._judge(task, slug, result, metrics)
-        finally:
-            self._replay_over(job_id("judge", task.id, slug))
+        """Judge the pair's page with each design: replay it, measure it, score it and record the
+        evaluation (the designs' jobs side by side; the browser limit bounds their replays)."""
+
+        async def one(label: str) -> None:
+            try:
+                await self._judge(task, slug, label, result, metrics)
+            finally:
+                self._replay_over(job_id("judge", task.id, judged_name(slug, label)))
+
+        if len(self.judges) == 1:
+            await one(next(iter(self.judges)))
+            return
+        async with anyio.create_task_group() as tg:
+            for label in self.judges:
+                tg.start_soon(one, label)
 
     async def _judge(
-        self, task: Task, slug: str, result: GenerationResult | None, metrics: VisualMetrics | None
+        self,
+        task: Task,
+        slug: str,
+        label: str,
+        result: GenerationResult | None,
+        metrics: VisualMetrics | None,
     ) -> None:
-        jid, todo = self.recorder.open("judge", task.id, slug)
+        name = judged_name(slug, label)
+        jid, todo = self.recorder.open("judge", task.id, name)
         if not todo:
-            self.recorder.skipped(jid, "judge", task.id, slug)
+            self.recorder.skipped(jid, "judge", task.id, name)
             return
         assert metrics is not None, "the engine builds them when judging is left"
-        out = self.layout.judged_dir(task.id, slug)
+        out = self.layout.judged_dir(task.id, slug, label)
         gen = self.store.job(job_id("gen", task.id, slug))
         if gen is not None and gen.status == JobStatus.failed:  # no page to judge: it scores 0
-            await self._score_missing_page(task, slug, gen.failure, gen.message, metrics)
+            await self._score_missing_page(task, slug, label, gen.failure, gen.message, metrics)
             return
         failed = self._failed_elsewhere(task.id, slug) if gen is None and not self.layout.generate else None
         if failed is not None:  # `iwr judge` on a tree whose generation.json says it failed
             error = failed.error
             kind = f"{FailureClass.generation_error}:{error.kind}" if error else None
-            await self._score_missing_page(task, slug, kind, error.message if error else "", metrics)
+            await self._score_missing_page(task, slug, label, kind, error.message if error else "", metrics)
             return
         evidence = f"{out.relative_to(self.run_dir).as_posix()}/evidence"
-        cfg = self.config.judge
+        cfg = self.config.judge.design(label)
+        judges = self.judges[label]
         executor = lambda pool: Executor(  # noqa: E731 - the backend chooses the pool
             pool,
-            self.judges.grounder,
-            self.judges.assertions,
+            judges.grounder,
+            judges.assertions,
             ExecutorConfig(
                 judge_error_policy=cfg.judge_error_policy,
                 undetermined_policy=cfg.undetermined_policy,
                 protocol=self.config.protocol,
             ),
             emit=self.agent_sink(jid, evidence),
-            policy=self.judges.replay,
-            step=self.judges.step,
+            policy=judges.replay,
+            step=judges.step,
         )
         gen_failed = result is not None and result.status == "failed"
         with (
             self.watchdog.watching(jid) as watch,
-            self.recorder.job("judge", task.id, slug, where=watch.progress.where) as handle,
+            self.recorder.job("judge", task.id, name, where=watch.progress.where) as handle,
         ):
-            evaluation = await self._replay_then_score(handle, task, executor, metrics, watch)
+            evaluation = await self._replay_then_score(handle, task, slug, out, executor, metrics, watch)
             self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, gen_failed)
         if watch.scope.cancelled_caught and not handle.ended:  # past its deadline, or stopped by the watchdog
             self._judging_stopped(handle, watch)
@@ -250,14 +281,15 @@ class PairStages:
         self,
         handle: JobHandle,
         task: Task,
+        slug: str,
+        out: Path,
         executor: ExecutorFactory,
         metrics: VisualMetrics,
         watch: JobWatch,
     ) -> Evaluation:
         """Replay (holding a browser page), then the later stages with the page given back."""
-        out = self.layout.judged_dir(task.id, handle.model)
-        page = self.layout.page(task.id, handle.model)
-        async with self.limits.browser.slot(self.rank(task.id, handle.model)):  # round-robin over models
+        page = self.layout.page(task.id, slug)
+        async with self.limits.browser.slot(self.rank(task.id, slug)):  # round-robin over models
             watch.scope.deadline = anyio.current_time() + self.config.limits.judge_timeout_s
             handle.started()
             with self.stage(handle.id, StageName.replay):
@@ -267,7 +299,7 @@ class PairStages:
         # The job's deadline bounds its replay. Later stages wait in queues that grow with the run
         # (metrics are the slowest stage by design) and each batch or judge call has its own deadline.
         watch.scope.deadline = math.inf
-        return await self._score_stages(handle.id, task, handle.model, replay, out, metrics)
+        return await self._score_stages(handle.id, task, slug, replay, out, metrics)
 
     async def _score_stages(
         self, jid: str, task: Task, slug: str, replay: Replay, out: Path, metrics: VisualMetrics
@@ -301,11 +333,17 @@ class PairStages:
         return record if record.status == "failed" else None
 
     async def _score_missing_page(
-        self, task: Task, slug: str, failure: str | None, message: str, metrics: VisualMetrics
+        self,
+        task: Task,
+        slug: str,
+        label: str,
+        failure: str | None,
+        message: str,
+        metrics: VisualMetrics,
     ) -> None:
         """Record the judging of a page whose generation failed: nothing replayed, no pairs, 0."""
-        out = self.layout.judged_dir(task.id, slug)
-        with self.recorder.job("judge", task.id, slug) as handle:
+        out = self.layout.judged_dir(task.id, slug, label)
+        with self.recorder.job("judge", task.id, judged_name(slug, label)) as handle:
             handle.started()
             why = f"generation failed ({failure or FailureClass.generation_error}): {message}"
             replay = Replay.nothing_run(task.record.action_sequence, "no_page", why[:500])

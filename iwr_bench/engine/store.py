@@ -36,6 +36,8 @@ from iwr_bench.engine.store_schema import (
     get_value,
     job_id,
     job_row,
+    judged_name,
+    judged_names,
     named_rows,
     set_value,
     statement,
@@ -54,6 +56,8 @@ __all__ = [
     "StoreError",
     "folder_error",
     "job_id",
+    "judged_name",
+    "judged_names",
 ]
 
 _P = ParamSpec("_P")

@@ -81,6 +81,18 @@ def job_id(stage: str, task_id: int, model: str) -> str:
     return f"{stage}/{task_id}/{model}"
 
 
+def judged_name(model: str, label: str = "") -> str:
+    """What a judging job is named after: the model, or ``<model>/<label>`` for one design of a run
+    that compares several (its job is ``judge/<task>/<model>/<label>``)."""
+    return f"{model}/{label}" if label else model
+
+
+def judged_names(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """(model, judged name) of every model and design a run's manifest records, models first."""
+    labels = [str(label) for label in manifest.get("judge_labels") or []] or [""]
+    return [(str(m), judged_name(str(m), label)) for m in manifest.get("models", []) for label in labels]
+
+
 @dataclass(frozen=True)
 class JobRow:
     """One row of the jobs table."""

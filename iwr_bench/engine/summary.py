@@ -6,7 +6,7 @@ from typing import Any
 
 from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.engine.records import FINISHED, INFRA_FAILURES, FailureClass, JobStatus, ScoreRow
-from iwr_bench.engine.store import JobRow, RunStore, job_id
+from iwr_bench.engine.store import JobRow, RunStore, job_id, judged_names
 from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.protocol import EvalProtocol
 
@@ -88,17 +88,17 @@ def run_summary(store: RunStore) -> dict[str, Any]:
         "substitutes": sorted({backend for *_, backend, sub in store.metrics() if sub}),
     }
     own: dict[str, list[int]] = manifest.get("model_tasks", {})  # runs before it: every task
-    for model in manifest.get("models", []):
+    for model, judged in judged_names(manifest):  # (one entry per design when a run compares several)
         tally = _Tally()
         ids = own.get(model, task_ids)
         for tid in ids:
             gen = jobs.get(job_id("gen", tid, model))
-            judge = jobs.get(job_id("judge", tid, model))
+            judge = jobs.get(job_id("judge", tid, judged))
             if gen is not None:
                 tally.generation(gen)
             if judge is not None and judge.status in FINISHED:
                 tally.judging(store, judge, gen, scores.get(judge.id), metrics.get(judge.id, {}))
-        out["models"][model] = _model_summary(tally, protocol, len(ids))
+        out["models"][judged] = _model_summary(tally, protocol, len(ids))
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.engine.run import INFRA_FAILURES, stored_pairs, stored_task_score
-from iwr_bench.engine.store import JobRow, RunStore, job_id
+from iwr_bench.engine.store import JobRow, RunStore, job_id, judged_names
 from iwr_bench.metrics.scoring import TaskScore
 from iwr_bench.official_code import prompt_label
 from iwr_bench.protocol import EvalProtocol
@@ -96,7 +96,8 @@ class RunData:
     @classmethod
     def _read(cls, run_dir: Path, store: RunStore) -> RunData:
         manifest = store.manifest()
-        models: list[str] = list(manifest.get("models", []))
+        names = judged_names(manifest)  # a run comparing judge designs: each model once per design
+        models: list[str] = [judged for _, judged in names]
         task_ids: list[int] = [int(t) for t in manifest.get("task_ids", [])]
         jobs = {j.id: j for j in store.jobs()}
         pairs = stored_pairs(store)
@@ -106,10 +107,10 @@ class RunData:
         scores = {s.job: s for s in store.scores()}
         results: dict[tuple[str, int], Result] = {}
         own: dict[str, list[int]] = manifest.get("model_tasks", {})  # absent: every task
-        for model in models:
+        for model, judged in names:
             for tid in own.get(model, task_ids):
-                gen, judge = jobs.get(job_id("gen", tid, model)), jobs.get(job_id("judge", tid, model))
-                results[(model, tid)] = _result(run_dir, tid, model, gen, judge, scores, pairs, labels)
+                gen, judge = jobs.get(job_id("gen", tid, model)), jobs.get(job_id("judge", tid, judged))
+                results[(judged, tid)] = _result(run_dir, tid, judged, gen, judge, scores, pairs, labels)
         wall = sum(
             float(getattr(e, "wall_s", 0.0)) for e in store.events(kinds=("run_finished",), limit=100_000)
         )
