@@ -46,6 +46,8 @@ class RunStarted(_Event):
     """Whether this continues an earlier, interrupted session."""
     limits: dict[str, int] = Field(default_factory=dict[str, int])
     """Capacity of each named limit."""
+    designs: list[str] = Field(default_factory=list[str])
+    """The labels of the judge designs compared (``[[judge.designs]]``); empty: one design."""
 
 
 class RunFinished(_Event):

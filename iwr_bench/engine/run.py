@@ -375,6 +375,7 @@ class Engine:
                 model_tasks=_own_tasks(self.config, [t.id for t in self.tasks]),
                 resumed=previous is not None,
                 limits={lim.name: lim.capacity for lim in self.limits.all()},
+                designs=[label for label in self.judge_sets if label],
             )
         )
         return metrics

@@ -36,6 +36,15 @@ def _role(value: Any, flat_options: Any = None, *, rubric: bool = False) -> Any:
     return value
 
 
+def _official_role(chosen: RoleSettings | None, code: str) -> RoleSettings | None:
+    """An ``llm`` role as the ``official-code`` design on the same model (asking with the prompts of
+    the checkout at ``code``); any other role as it is."""
+    if chosen is None or chosen.name != "llm":
+        return chosen
+    options = {k: v for k, v in chosen.options.items() if k in ("retries",)}
+    return chosen.model_copy(update={"name": "official-code", "options": {**options, "code": code}})
+
+
 _LABEL = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$"
 
 
@@ -163,14 +172,15 @@ class JudgeSettings(BaseModel):
         """These settings with every ``llm`` grounder, assertion and rubric judge replaced by the
         ``official-code`` design on the same model, asking with the prompts of the checkout at
         ``code`` (the offline designs ask no model, so they stay)."""
-        update: dict[str, RoleSettings] = {}
-        for role in ("grounder", "assertions", "rubric"):
-            chosen: RoleSettings | None = getattr(self, role)
-            if chosen is not None and chosen.name == "llm":
-                options = {k: v for k, v in chosen.options.items() if k in ("retries",)}
-                update[role] = chosen.model_copy(
-                    update={"name": "official-code", "options": {**options, "code": code}}
-                )
+        update: dict[str, Any] = {
+            role: _official_role(getattr(self, role), code) for role in ("grounder", "assertions", "rubric")
+        }
+        update["designs"] = [  # (each design's own llm roles likewise)
+            d.model_copy(
+                update={role: _official_role(getattr(d, role), code) for role in ("grounder", "assertions")}
+            )
+            for d in self.designs
+        ]
         return self.model_copy(update=update)
 
     def roles(self) -> dict[str, RoleSettings]:

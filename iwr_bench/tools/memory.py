@@ -49,7 +49,7 @@ from iwr_bench.tools.process import descendants
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 SHARED_GRACE_S = 3.0
-"""After stopping one page of a shared browser for shared growth, seconds before the next may be."""
+"""After stopping a page of a shared browser, seconds before shared growth may stop another."""
 _MIB = 1024 * 1024
 
 
@@ -191,13 +191,17 @@ class MemoryWatchdog:
                 f"one browser cannot be told apart, so the one with the largest renderer "
                 f"({rss / _MIB:.0f} MiB) was stopped first (isolation = browser charges each page its own)"
             )
-            self._shared_grace_until = time.monotonic() + SHARED_GRACE_S
-            self._kill(pid, why, reasons)
+            self._kill(pid, why, reasons)  # (and waits SHARED_GRACE_S before the next)
             return
         for pid in alive:
             self._kill(pid, why, reasons)
 
     def _kill(self, pid: int, reason: str, reasons: list[str]) -> None:
+        # Whatever the rule, the shared processes need a moment to free what the stopped page held
+        # (a WebGL hog's textures): until then their growth is not charged to the pages left,
+        # which would otherwise pay for it (seen: a hog stopped for its own renderer's size, then
+        # the page beside it charged with 698 MiB of the hog's GPU memory).
+        self._shared_grace_until = time.monotonic() + SHARED_GRACE_S
         with suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
             reasons.append(reason)

@@ -169,9 +169,10 @@ class RunState:
                 for model in event.models:
                     mv = self.models.setdefault(model, ModelView(model))
                     own = event.model_tasks.get(model, event.tasks)
+                    for tid in own:  # a row per design from the start, when the run compares several
+                        for design in event.designs or [""]:
+                            self.dirty.add(self.job(tid, model, design).key)
                     mv.total = sum(max(1, len(self.designs.get(job_key(t, model), ()))) for t in own)
-                    for tid in own:
-                        self.dirty.add(self.job(tid, model).key)
                 for name, cap in event.limits.items():
                     self.limits.setdefault(name, LimitView(name, cap))
             case RunFinished():

@@ -12,6 +12,7 @@ from run_store import reported_scores
 
 from iwr_bench.cli import main
 from iwr_bench.engine.config import JudgeSettings
+from iwr_bench.engine.events import RunStarted
 from iwr_bench.engine.store import RunStore
 
 RUN = """
@@ -117,6 +118,8 @@ def test_each_design_judges_every_page_as_its_own_job(
     with RunStore.open_run(run, readonly=True) as store:
         jobs = {j.id: j for j in store.jobs()}
         manifest = store.manifest()
+        started = [e for e in store.iter_events() if isinstance(e, RunStarted)]
+    assert started[0].designs == ["plain", "official-replay"]  # the TUI lays out a row per design
     assert sorted(j for j in jobs if j.startswith("gen/")) == ["gen/102/blank", "gen/102/oracle"]
     for name in names:  # each design's evaluation in a folder of its own
         model, label = name.split("/")
@@ -131,3 +134,16 @@ def test_each_design_judges_every_page_as_its_own_job(
     assert main(["run", "--resume", str(run), "--quiet"]) == 0
     with RunStore.open_run(run, readonly=True) as store:
         assert {j.id: j.attempts for j in store.jobs()} == {j: r.attempts for j, r in jobs.items()}
+
+
+def test_official_prompts_reach_every_design_that_asks_a_model() -> None:
+    settings = JudgeSettings.model_validate(
+        {
+            "assertions": "llm",
+            "designs": [{"label": "a"}, {"label": "b", "grounder": "llm", "assertions": "heuristic"}],
+        }
+    ).with_official_prompts("/official")
+    a, b = settings.design("a"), settings.design("b")
+    assert a.assertions.name == "official-code" and a.assertions.options["code"] == "/official"
+    assert a.grounder.name == "heuristic" and b.assertions.name == "heuristic"
+    assert b.grounder.name == "official-code" and settings.rubric is None

@@ -21,6 +21,8 @@ from iwr_bench.registry import register
 SLOW_S = 3.0
 THREADS_SEEN: list[int] = []
 """The metric threads each slow-phash batch was allowed (see :func:`models.metric_threads`)."""
+IDENTICAL_SEEN: list[bool] = []
+"""Whether each slow-phash batch held a pair of identical screenshots."""
 
 
 @register("metric", "slow-phash")
@@ -29,6 +31,7 @@ def slow_phash() -> ThreadedMetric:
 
     def batch(pairs: Sequence[Pair]) -> list[float]:
         THREADS_SEEN.append(models.metric_threads())
+        IDENTICAL_SEEN.append(any(a == b for a, b in pairs))
         time.sleep(SLOW_S)
         return [phash_similarity(a, b, 16) for a, b in pairs]
 
@@ -44,6 +47,7 @@ async def test_replay_goes_on_while_another_pair_is_measured(
     Metrics get half the cores while replays are left, and every core for the batches after them."""
     monkeypatch.delenv("IWR_METRIC_THREADS", raising=False)
     THREADS_SEEN.clear()
+    IDENTICAL_SEEN.clear()
     config = parse_run_config(
         {
             "only": [102],
@@ -68,8 +72,11 @@ async def test_replay_goes_on_while_another_pair_is_measured(
     # The oracle page renders its recording's pixels, so every pair of it is pixel-identical and
     # scores 1.0 without the slow metric; the two baselines' pairs go through it.
     oracle = [m for m in measured if m.job is not None and m.job.endswith("/oracle")]
-    assert len(oracle) == 1 and oracle[0].seconds < SLOW_S
-    assert all(m.seconds >= SLOW_S for m in measured if m not in oracle)
+    others = [m for m in measured if m not in oracle]
+    assert all(m.seconds >= SLOW_S for m in others)
+    # (not an absolute bound: on a loaded machine the oracle's quick stage alone took 4.8 s)
+    assert len(oracle) == 1 and oracle[0].seconds < min(m.seconds for m in others)
+    assert not any(IDENTICAL_SEEN)  # no pixel-identical pair reached the slow metric
     overlapping = [
         (m.job, r.job)
         for m in measured

@@ -61,3 +61,21 @@ def test_one_page_alone_is_charged_the_whole_growth(stand_ins: list[subprocess.P
     dog._check_shared(1, {page.pid: 10 * MIB}, reasons)  # pyright: ignore[reportPrivateUsage]
     assert len(reasons) == 1 and "in the browser's shared processes" in reasons[0]
     assert page.wait(timeout=5) == -9
+
+
+def test_after_a_renderer_is_stopped_the_page_left_is_not_charged_its_leftovers(
+    stand_ins: list[subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A hog stopped for its own renderer's size leaves GPU memory the shared processes free only
+    # after a moment; the page beside it, now alone, is not charged with it in the meantime.
+    monkeypatch.setattr(memory, "SHARED_GRACE_S", 0.3)
+    page, hog = stand_ins
+    dog = _watchdog(pages=1)
+    reasons: list[str] = []
+    dog._kill(hog.pid, "the renderer used 2000 MiB > limit 16 MiB", reasons)  # pyright: ignore[reportPrivateUsage]
+    assert hog.wait(timeout=5) == -9
+    dog._check_shared(1, {page.pid: 10 * MIB}, reasons)  # pyright: ignore[reportPrivateUsage]
+    assert len(reasons) == 1 and page.poll() is None  # within the grace: the leftovers are not its own
+    time.sleep(0.4)
+    dog._check_shared(1, {page.pid: 10 * MIB}, reasons)  # pyright: ignore[reportPrivateUsage]
+    assert len(reasons) == 2 and page.wait(timeout=5) == -9  # growth that stays is charged again

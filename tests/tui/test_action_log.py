@@ -11,6 +11,7 @@ import pytest
 from make_events import Act, evidence, finished_run, judged_job, store_events, write_steps
 from textual.widgets import DataTable, Static
 
+from iwr_bench.engine.events import RunStarted
 from iwr_bench.engine.follow import StoreFollower
 from iwr_bench.tui.action_log import action_rows, next_preset
 from iwr_bench.tui.app import RunApp
@@ -79,6 +80,15 @@ def test_designs_get_their_own_rows_and_actions_keep_their_screenshots() -> None
     ]
     assert next_preset("", rows) == "pass" and next_preset("disagree", rows) == ""
     assert next_preset("failed", rows) == "failure:element_not_found"
+
+
+def test_a_run_that_names_its_designs_counts_every_design_job_from_the_start() -> None:
+    state = RunState()
+    state.apply(RunStarted(run_id="r", models=["m"], tasks=[7, 8], designs=["A", "B"]))
+    assert set(state.jobs) == {"7/m/A", "7/m/B", "8/m/A", "8/m/B"}
+    assert (state.models["m"].total, state.models["m"].judged) == (4, 0)
+    state.apply(RunStarted(run_id="r", models=["m"], tasks=[7, 8], designs=["A", "B"], resumed=True))
+    assert len(state.jobs) == 4 and state.models["m"].total == 4  # a resume adds nothing
 
 
 @anyio_mark
