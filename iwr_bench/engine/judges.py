@@ -281,7 +281,8 @@ def build_judge_sets(
 def describe_sets(sets: dict[str, JudgeSet]) -> dict[str, Any]:
     """What the manifest records about a run's judges: one set's description as it always was; for
     several designs, each by label (``by_label``) and every design's code by ``<label>/<role>``
-    (``designs``, which provenance checks compare between sessions)."""
+    (``designs``, which provenance checks compare between sessions). The labels themselves are the
+    manifest's ``judge_labels``."""
     if list(sets) == [""]:
         return sets[""].describe()
     by_label = {label: judges.describe() for label, judges in sets.items()}
@@ -290,4 +291,4 @@ def describe_sets(sets: dict[str, JudgeSet]) -> dict[str, Any]:
         for label, description in by_label.items()
         for role, record in description.get("designs", {}).items()
     }
-    return {"labels": list(sets), "designs": designs, "by_label": by_label}
+    return {"designs": designs, "by_label": by_label}

@@ -200,12 +200,12 @@ class Recorder:
     def cancelled(self, task_id: int, model: str, judged: list[str] | None = None) -> None:
         """Record the pair's unfinished jobs as cancelled by the user (``judged``: the names its
         judging jobs go by, one per design; default the model's)."""
-        jobs = [("gen", model)] + [("judge", name) for name in (judged or [model])]
+        jobs: list[tuple[Stage, str]] = [("gen", model), *(("judge", name) for name in (judged or [model]))]
         for stage, name in jobs:
             jid = job_id(stage, task_id, name)
             row = self.store.job(jid)
             if row is not None and row.status not in FINISHED:
-                JobHandle(self, jid, stage, task_id, name).fail(  # type: ignore[arg-type]
+                JobHandle(self, jid, stage, task_id, name).fail(
                     FailureClass.cancelled, "cancelled by the user"
                 )
 

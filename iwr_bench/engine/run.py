@@ -185,10 +185,10 @@ class Engine:
             self.generators = {m.slug: self._factory(m) for m in cfg.models}
         shared = cfg.judge.cache and self._judges_override is None
         self.shared_calls = SharedCalls.default() if shared else None  # opened on first use
-        sets = {"": self._judges_override} if self._judges_override is not None else None
-        sets = sets or build_judge_sets(
-            cfg.judge, self.limits, self._get_call, self._put_call, self.shared_calls
-        )
+        if self._judges_override is not None:
+            sets = {"": self._judges_override}
+        else:
+            sets = build_judge_sets(cfg.judge, self.limits, self._get_call, self._put_call, self.shared_calls)
         seconds = cfg.limits.judge_call_timeout_s
         self.judge_sets = {label: j.with_deadlines(seconds, self.background) for label, j in sets.items()}
         self.judges = next(iter(self.judge_sets.values()))  # (the rubric is the same in every set)
