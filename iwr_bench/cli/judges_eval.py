@@ -6,8 +6,13 @@ Designs (``--design``, repeatable; README "Measuring a judge"): a bare name (``h
 make the design. Every design is built before any page is opened, so a bad name or option is one
 line and nothing else.
 
-This module parses the options into a :class:`~iwr_bench.lab.LabConfig` and prints; the judging
-and the measurement are :func:`iwr_bench.lab.evaluate`, the Python API, so both give one report.
+The evaluation is a run of the engine (:mod:`iwr_bench.lab`): ``--out`` is its run folder (store,
+pages, evaluations, ``report.json``), so it resumes (``--resume``), shows in the TUI (``--tui``),
+keeps to the limits and deadlines, and runs on Ray (``--backend ray``); ``--report`` measures a
+run folder again without judging. This module parses the options into a
+:class:`~iwr_bench.lab.LabConfig` and prints; preparing, judging and measuring are
+:func:`iwr_bench.lab.prepare` and :func:`iwr_bench.lab.finish`, the Python API's own steps, so both
+give one report.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ from typing import Any
 
 from rich.console import Console
 
-from iwr_bench.agents.judge.lab import CaseResult
+from iwr_bench.cli._common import add_accept_changed, drive, session_end
 from iwr_bench.errors import UserError
-from iwr_bench.lab import LabConfig, evaluate
+from iwr_bench.lab import LabConfig, finish, prepare, report_run
 from iwr_bench.report.judge_eval import LabReport
 from iwr_bench.report.lab_rows import (
     action_type_rows,
@@ -77,13 +82,31 @@ def add_eval(judges_sub: Any) -> None:
         help="browser pages at once (default 2)",
     )
     p.add_argument("--case-timeout", type=float, default=900.0, metavar="S", help="one replay's limit (s)")
-    p.add_argument("--out", type=Path, help="keep screenshots and report.json here (default: discarded)")
+    p.add_argument("--judge-calls", type=int, default=4, metavar="N", help="judge-model requests at once")
+    p.add_argument(
+        "--no-judge-cache", action="store_true", help="do not reuse judge-model answers across runs"
+    )
+    p.add_argument("--backend", choices=["in-process", "ray"], default="in-process", help="where replays run")
+    p.add_argument("--ray-address", default="", metavar="HOST:PORT", help="a Ray cluster's head")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="the evaluation's run folder: store, pages, evaluations, screenshots, report.json "
+        "(default: a temporary folder, removed)",
+    )
+    p.add_argument("--resume", action="store_true", help="continue the evaluation stored in --out")
+    p.add_argument("--retry-failed", action="store_true", help="on resume, also judge failed jobs again")
+    add_accept_changed(p)
+    p.add_argument(
+        "--report", action="store_true", help="measure the evaluation in --out again; judge nothing"
+    )
+    p.add_argument("--tui", action="store_true", help="watch the judging in the terminal UI")
     p.add_argument(
         "--html", type=Path, metavar="FILE", help="write the HTML report (images in img/ beside it)"
     )
     _add_measure_options(p)
     p.add_argument("--json", action="store_true", help="print everything measured as JSON")
-    p.add_argument("--quiet", action="store_true", help="no line per judged page")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_eval)
 
 
@@ -104,18 +127,6 @@ def _add_measure_options(p: argparse.ArgumentParser) -> None:
         help="bootstrap resamples per interval (default 2000)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals (default 0)")
-
-
-def _progress(result: CaseResult) -> None:
-    found = result.error or (
-        "IFS 100" if result.first_failure is None else f"step {result.first_failure} {result.reason}"
-    )
-    mark = "right" if result.correct else "WRONG"
-    print(
-        f"{result.design} #{result.repeat} task {result.task_id} {result.case}: {found} ({mark})",
-        file=sys.stderr,
-        flush=True,
-    )
 
 
 def _print(report: LabReport) -> None:
@@ -150,8 +161,8 @@ def _print(report: LabReport) -> None:
 
 def config_from(args: argparse.Namespace) -> LabConfig:
     """The :class:`LabConfig` of the command's options."""
-    if args.repeat < 1 or args.pages_at_once < 1:
-        raise UserError("--repeat and --pages-at-once take a number of at least 1")
+    if args.repeat < 1 or args.pages_at_once < 1 or args.judge_calls < 1:
+        raise UserError("--repeat, --pages-at-once and --judge-calls take a number of at least 1")
     if args.resamples < 100 or args.seed < 0:
         raise UserError("--resamples takes a number of at least 100, --seed one of at least 0")
     return LabConfig(
@@ -163,20 +174,49 @@ def config_from(args: argparse.Namespace) -> LabConfig:
         repeat=args.repeat,
         pages_at_once=args.pages_at_once,
         case_timeout_s=args.case_timeout,
+        judge_calls=args.judge_calls,
+        judge_cache=not args.no_judge_cache,
+        backend=args.backend,
+        ray_address=args.ray_address,
         plugins=args.plugin,
         out=args.out,
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        accept_changed_plugins=args.accept_changed_plugins,
         html=args.html,
         bootstrap=Bootstrap(resamples=args.resamples, seed=args.seed),
     )
 
 
+def _measured(args: argparse.Namespace) -> LabReport | int:
+    """The report: of the run in ``--out`` (``--report``), or of a new (or resumed) evaluation;
+    an exit status when the run stopped before its end."""
+    config = config_from(args)
+    if args.report:
+        if args.out is None:
+            raise UserError("--report measures the evaluation in --out: give --out")
+        return report_run(args.out, labels=config.labels, bootstrap=config.bootstrap)
+    session = prepare(args.design, config)
+    outcome = drive(session.engine, tui=args.tui, quiet=args.quiet)
+    if outcome.status != "completed":
+        if session.tmp is not None:
+            session.tmp.cleanup()
+            print("(an evaluation without --out cannot be resumed)", file=sys.stderr)
+        return session_end(outcome, "judges eval", session.out)
+    return finish(session)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     """Judge every case with every design, then print (and write) the measurement."""
-    report = evaluate(args.design, config_from(args), on_result=None if args.quiet else _progress)
+    measured = _measured(args)
+    if isinstance(measured, int):
+        return measured
     if args.json:
-        print(report.model_dump_json(indent=2))
+        print(measured.model_dump_json(indent=2))
     else:
-        _print(report)
+        _print(measured)
         if args.html:
             print(f"HTML report: {args.html}")
+        if args.out:
+            print(f"run folder: {args.out} (iwr judges eval --out {args.out} --report measures it again)")
     return 0

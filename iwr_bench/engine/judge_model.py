@@ -177,9 +177,15 @@ class StoredModel(WrapperModel):
         get: Get,
         put: Put,
         shared: SharedCalls | None = None,
+        salt: str = "",
     ) -> None:
         super().__init__(wrapped)
         self.role = role
+        """What the run's store files its answers under (``<design label>/<role>`` in a run with
+        several designs)."""
+        self.salt = salt
+        """Mixed into every request's key (a repeated judging's number): the same request under
+        another salt is asked again."""
         self.limit = limit
         self._get = get
         self._put = put
@@ -194,7 +200,8 @@ class StoredModel(WrapperModel):
     def _key(
         self, messages: list[ModelMessage], settings: ModelSettings | None, params: ModelRequestParameters
     ) -> str:
-        return request_key(f"{self.system}:{self.model_name}", messages, settings, params)
+        key = request_key(f"{self.system}:{self.model_name}", messages, settings, params)
+        return hashlib.sha256(f"{key}:{self.salt}".encode()).hexdigest() if self.salt else key
 
     @property
     def _server(self) -> str | None:

@@ -168,10 +168,13 @@ class CallStores:
     """Where a run's judge models keep their answers: the run's store (``get``/``put``) and, unless
     switched off, the cross-run cache (``shared``)."""
 
-    def __init__(self, get: Get, put: Put, shared: SharedCalls | None = None) -> None:
+    def __init__(self, get: Get, put: Put, shared: SharedCalls | None = None, label: str = "") -> None:
         self.get = get
         self.put = put
         self.shared = shared
+        self.label = label
+        """The design whose answers these are (``""``: the run's one design); the store files each
+        answer under ``<label>/<role>``, so a design's usage can be read back."""
 
 
 def _judge_model(
@@ -181,7 +184,13 @@ def _judge_model(
         name=name, base_url=settings.base_url or None, api_key_env=settings.api_key_env or None
     )
     return StoredModel(
-        build_model(config), role=role, limit=limits.judge, get=calls.get, put=calls.put, shared=calls.shared
+        build_model(config),
+        role=f"{calls.label}/{role}" if calls.label else role,
+        limit=limits.judge,
+        get=calls.get,
+        put=calls.put,
+        shared=calls.shared,
+        salt=f"repeat {settings.repeat}" if settings.repeat > 1 else "",
     )
 
 
@@ -217,7 +226,12 @@ def _build_role(
 
 
 def build_judges(
-    settings: JudgeSettings, limits: Limits, get: Get, put: Put, shared: SharedCalls | None = None
+    settings: JudgeSettings,
+    limits: Limits,
+    get: Get,
+    put: Put,
+    shared: SharedCalls | None = None,
+    label: str = "",
 ) -> JudgeSet:
     """The run's judges, each a registered design built with its options.
 
@@ -234,7 +248,7 @@ def build_judges(
     built: dict[str, Any] = {}
     models: list[Model] = []
     designs: dict[str, Any] = {}
-    calls = CallStores(get, put, shared)
+    calls = CallStores(get, put, shared, label)
     for role, chosen in settings.roles().items():
         built[role], model, designs[role] = _build_role(role, chosen, settings, limits, calls)
         if model is not None:
@@ -247,6 +261,8 @@ def build_judges(
     if settings.base_url:
         description["judge_base_url"] = settings.base_url
     description["votes"] = settings.votes
+    if settings.repeat > 1:
+        description["repeat"] = settings.repeat
     return JudgeSet(
         built["grounder"],
         built["assertions"],
@@ -270,7 +286,7 @@ def build_judge_sets(
     sets: dict[str, JudgeSet] = {}
     for label in settings.labels():
         try:
-            sets[label] = build_judges(settings.design(label), limits, get, put, shared)
+            sets[label] = build_judges(settings.design(label), limits, get, put, shared, label)
         except UserError as exc:
             if not label:
                 raise

@@ -22,7 +22,7 @@ from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.engine.store import STORE_NAME, RunStore
 from iwr_bench.errors import UserError
 
-Front = Literal["run", "judge", "generate"]
+Front = Literal["run", "judge", "generate", "judges eval"]
 """The command a run folder was made by."""
 
 

@@ -106,6 +106,7 @@ class Engine:
         lock: RunLock | None = None,
         layout: RunLayout | None = None,
         accept_changed_plugins: bool = False,
+        front_manifest: dict[str, Any] | None = None,
     ) -> None:
         self.config = config.with_defaults()
         self.run_dir = run_dir
@@ -115,6 +116,9 @@ class Engine:
         self.retry_failed = retry_failed
         self.accept_changed_plugins = accept_changed_plugins
         """On resume, go on when a judge design's code changed since the last session (recorded)."""
+        self.front_manifest = front_manifest or {}
+        """What the front that made the run keeps in its manifest (``iwr judges eval``: ``lab``, the
+        cases and designs its report reads back); written again by every session."""
         self._model_overrides = generator_models or {}
         self._judges_override = judges
         self._subscribers = subscribers or []
@@ -278,7 +282,12 @@ class Engine:
             self.official,
         )
         features = self.task_features.describe()
-        return {**manifest, "backend": self.backend.describe(), "task_features": features}
+        return {
+            **manifest,
+            "backend": self.backend.describe(),
+            "task_features": features,
+            **self.front_manifest,
+        }
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -364,7 +373,7 @@ class Engine:
                 )
             if changed:
                 entry["changed_designs"] = changed
-            store.set_manifest({"sessions": [*session_history(old), entry]})
+            store.set_manifest({"sessions": [*session_history(old), entry], **self.front_manifest})
         store.set_meta("sessions", session)
         store.set_meta("status", "running")
         self.bus.publish(

@@ -69,6 +69,7 @@ class DesignSettings(BaseModel):
     retries: int | None = Field(default=None, ge=0, le=10)
     judge_error_policy: Literal["pass", "fail"] | None = None
     undetermined_policy: Literal["pass", "fail"] | None = None
+    repeat: int | None = Field(default=None, ge=1, le=100)
 
     @model_validator(mode="before")
     @classmethod
@@ -119,6 +120,10 @@ class JudgeSettings(BaseModel):
     """What a failed judgement counts as."""
     undetermined_policy: Literal["pass", "fail"] = "pass"
     """What an undecidable assertion counts as."""
+    repeat: int = Field(default=1, ge=1, le=100)
+    """Which judging of a repeated measurement this is (``iwr judges eval --repeat``): from 2 on, the
+    judge models' requests are keyed apart (as if salted with the number), so each repeat asks the
+    model again instead of reading the first judging's answers from the stores."""
     cache: bool = True
     """Reuse judge-model answers across runs (``~/.cache/iwr-bench/judge-calls.sqlite``), keyed by
     the request and its server; off, only the run's own store serves them (on resume)."""
@@ -214,6 +219,10 @@ class MetricSettings(BaseModel):
     image_design: str = Field(default_factory=lambda: _design_default("IWR_IMAGE_DESIGN", "dino"))
     """Registered metric design giving the image similarity; default ``dino`` (DINOv2 or its
     substitute), or ``$IWR_IMAGE_DESIGN`` when set."""
+    measure: bool = True
+    """Measure the looks (OCR and image similarity of the scored pairs). False skips the metric
+    stage: each eval.json then has no pairs and names the backend ``not-measured``, so its VFS is
+    not a score (``iwr judges eval`` measures judges, which only the replays tell apart)."""
 
 
 def _design_default(variable: str, builtin: str) -> str:

@@ -30,6 +30,7 @@ from iwr_bench.agents.judge.evaluate import (
     Evaluation,
     VisualMetrics,
     assemble,
+    not_measured,
     rubric_stage,
     write_evaluation,
 )
@@ -306,8 +307,11 @@ class PairStages:
     ) -> Evaluation:
         """The stages after replay: metrics, rubric (with a rubric judge) and record (eval.json)."""
         evidence, protocol = out / "evidence", self.config.protocol
-        with self.stage(jid, StageName.metrics, clocked=False):  # the batches clock metrics work
-            measured = await self.backend.measure(task, replay, evidence, metrics, protocol)
+        if not self.config.metrics.measure:  # a run that measures judges only
+            measured = not_measured()
+        else:
+            with self.stage(jid, StageName.metrics, clocked=False):  # the batches clock metrics work
+                measured = await self.backend.measure(task, replay, evidence, metrics, protocol)
         answers: list[RubricResult | None] = [None] * len(measured.steps)
         if metrics.rubric is not None:
             with self.stage(jid, StageName.rubric), emitting(self.agent_sink(jid, "")):  # its calls, live

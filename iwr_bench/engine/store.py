@@ -380,6 +380,11 @@ class RunStore:
         rows = self._read(statement("SELECT response FROM calls WHERE key = ?", key))
         return str(rows[0][0]) if rows else None
 
+    def calls(self) -> list[tuple[str, str]]:
+        """Every stored judge-model answer as (role it was filed under, answer JSON), oldest first."""
+        rows = self._read(statement("SELECT role, response FROM calls ORDER BY time"))
+        return [(str(role), str(response)) for role, response in rows]
+
     @_writes
     def put_call(self, key: str, role: str, response: str) -> None:
         """Store a judge-model answer."""

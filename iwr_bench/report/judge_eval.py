@@ -269,7 +269,7 @@ class LabReport(BaseModel):
     results: list[CaseResult]
     """Every case judged, per design and repeat."""
     wall_s: dict[str, float]
-    """Wall time per design, all repeats, in seconds."""
+    """Time per design, all repeats, in seconds (its judging jobs' times added up)."""
 
 
 def _rate(part: int, whole: int) -> float | None:

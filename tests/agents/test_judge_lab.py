@@ -1,9 +1,11 @@
-"""``iwr judges eval`` on built-in tasks and their mutants, with real Chromium.
+"""``iwr judges eval`` on built-in tasks and their mutants, run on the engine with real Chromium.
 
 The default offline design must judge every reference at IFS 100 and every mutant at its expected
 step; a deliberately weak design (an assertion judge that always says yes) must get exactly the
 cases that need no assertion to fail, and disagree with the default design exactly where a mutant
-should fail an assertion. Judging twice with the offline design changes no verdict.
+should fail an assertion. Judging twice with the offline design changes no verdict; a model-backed
+design asked twice is asked twice (the repeat is not read from the stores). The report read back
+from the run's store is the one the command printed.
 """
 
 from __future__ import annotations
@@ -17,12 +19,9 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 
 from iwr_bench import lab as lab_api
-from iwr_bench.agents.judge.lab import LabRun, build_design, judge_cases, mutant_cases, parse_design
 from iwr_bench.cli import main
-from iwr_bench.dataset.layout import load_tasks
-from iwr_bench.report.judge_eval import score
+from iwr_bench.engine.store import RunStore
 from iwr_bench.suites.build import MUTANTS, SAMPLE
-from iwr_bench.tools.pool import PagePool, PoolConfig
 
 HERE = Path(__file__).parent
 WEAK = str(HERE / "always_yes_judge.py")
@@ -163,24 +162,50 @@ def _verdict(verdict: str) -> Reply:
     )
 
 
+def test_the_evaluation_is_a_run_whose_store_gives_the_report(
+    lab: tuple[dict[str, Any], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    report, out = lab
+    with RunStore.open_run(out, readonly=True) as store:
+        assert store.manifest()["front"] == "judges eval"
+        assert store.manifest()["judge_labels"] == ["heuristic", "weak"]
+        judged = {j.id for j in store.jobs("judge")}
+    cases = len(TASKS) + len(_mutants())
+    assert len(judged) == 2 * cases and "judge/102/oracle/heuristic" in judged
+    assert "judge/102/mutants_ridge-details-handler-removed/weak" in judged
+    assert main(["judges", "eval", "--out", str(out), "--report", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == report
+    assert lab_api.report_run(out).model_dump(mode="json") == report
+    shots = [a["screenshot"] for r in report["results"] for a in r["actions"] if a["screenshot"]]
+    assert shots and all(Path(p).is_file() and Path(p).is_relative_to(out) for p in shots)
+
+
+def _verdict(verdict: str) -> Reply:
+    return Reply(
+        tool_call=("final_result", f'{{"reasoning": "the model says {verdict}", "verdict": "{verdict}"}}')
+    )
+
+
 @pytest.mark.anyio
 async def test_an_llm_design_is_metered_and_its_changed_verdicts_counted(
     fake: FakeOpenAI, tmp_path: Path
 ) -> None:
-    design = build_design(parse_design(f"assertions=llm,model=judge-vlm,base_url={fake.url},label=fake"))
-    task = next(t for t in load_tasks(SAMPLE).tasks if t.id == 102)
-    (case,) = [c for c in mutant_cases(MUTANTS, [task]) if c.name == "header-and-stats-restyled"]
-    run = LabRun(evidence=tmp_path)
-    fake.replies = [_verdict("yes")]
-    async with PagePool(PoolConfig(size=1)) as pool, design:
-        first = await judge_cases(design, 1, [case], {102: task}, pool, run)
-        fake.replies = [_verdict("no")]  # the same model, asked again, now disagrees
-        second = await judge_cases(design, 2, [case], {102: task}, pool, run)
-    assert first[0].correct and first[0].first_failure is None
-    asserted = [a.index for a in first[0].actions if a.verdict is not None]
-    assert asserted == [2, 4] and second[0].first_failure == 2 and not second[0].correct
-    assert second[0].actions[2].reasoning.endswith("the model says no")
-    s = score("fake", [*first, *second], design.usage())
+    cases = tmp_path / "cases" / "102"
+    shutil.copytree(MUTANTS / "102" / "header-and-stats-restyled", cases / "header-and-stats-restyled")
+    # One page at a time: the first judging to get the browser asks twice (yes, yes), the other once
+    # (no: the model, asked again, now disagrees).
+    fake.replies = [_verdict("yes"), _verdict("yes"), _verdict("no")]
+    measured = await lab_api.evaluate_async(
+        [f"assertions=llm,model=judge-vlm,base_url={fake.url},label=fake"],
+        only="102", references=False, cases=[tmp_path / "cases"], repeat=2, pages_at_once=1,
+        judge_calls=1, judge_cache=False, out=tmp_path / "out",
+    )  # fmt: skip
+    first, second = sorted(measured.results, key=lambda r: r.first_failure or 99, reverse=True)
+    assert first.correct and first.first_failure is None
+    asserted = [a.index for a in first.actions if a.verdict is not None]
+    assert asserted == [2, 4] and second.first_failure == 2 and not second.correct
+    assert second.actions[2].reasoning.endswith("the model says no")
+    (s,) = measured.scores
     assert s.usage.requests == len(fake.requests) == 3  # two assertions, then one
     assert (s.usage.input_tokens, s.usage.output_tokens) == (3000, 1500)  # the fake's usage per answer
     assert s.cost_per_action is None  # a local model has no price: never shown as free

@@ -1,4 +1,5 @@
-"""Judge-model answers are paid once: across a kill -9 and resume, and across runs (the shared cache).
+"""Judge-model answers are paid once: across a kill -9 and resume (of ``iwr run`` and of ``iwr judges
+eval``), and across runs (the shared cache).
 
 The agent step judge talks to a local OpenAI-compatible server that answers from the conversation
 (so the order requests come in does not matter) and counts the answers it gave in full: what a
@@ -106,9 +107,33 @@ async def _iwr(*args: str) -> int:
     return await anyio.to_thread.run_sync(lambda: main([*args, "--quiet"]))
 
 
+async def _killed_at_the_fourth_call(server: AgentServer, argv: list[str], log: Path) -> None:
+    """Run ``iwr ARGV`` as a child process and kill it with -9 while its fourth judge call is held."""
+    server.answered, server.hold_from, server.held = 0, 3, 0
+    server.release = anyio.Event()
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(  # noqa: ASYNC220 - a plain child process we kill -9 ourselves
+            [*_IWR, *argv, "--quiet"],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=sink,
+            stderr=sink,
+        )
+    deadline = time.monotonic() + 300
+    while server.held < 1:
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the run never reached its fourth judge call"
+        await anyio.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(30) == -signal.SIGKILL
+    server.hold_from = None
+    server.release.set()
+    assert server.answered == 3
+
+
 async def test_no_judge_call_is_paid_twice(tmp_path: Path, allow_requests: None) -> None:
     """An uninterrupted run pays N answers; a second run of the same judge pays none (the shared
-    cache); a run killed with kill -9 mid-replay and resumed (cache off) pays N in all."""
+    cache); a run killed with kill -9 mid-replay and resumed (cache off) pays N in all, and so does
+    a ``judges eval`` of the same judge on the same page."""
     server = AgentServer()
     async with serve(server):
         config = _run_file(tmp_path / "agent.toml", server.url)
@@ -122,26 +147,29 @@ async def test_no_judge_call_is_paid_twice(tmp_path: Path, allow_requests: None)
         assert server.answered == paid, "a second run of the same judge paid again"
         assert _outcome(again) == _outcome(whole)
 
-        server.answered, server.hold_from = 0, 3
         broken = tmp_path / "broken"
-        log = tmp_path / "broken.log"
-        with log.open("wb") as sink:
-            proc = subprocess.Popen(  # noqa: ASYNC220 - a plain child process we kill -9 ourselves
-                [*_IWR, "run", "-c", str(config), "--out", str(broken), "--no-judge-cache", "--quiet"],
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                stdout=sink,
-                stderr=sink,
-            )
-        deadline = time.monotonic() + 300
-        while server.held < 1:
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "the run never reached its fourth judge call"
-            await anyio.sleep(0.1)
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(30) == -signal.SIGKILL
-        server.hold_from = None
-        server.release.set()
-        assert server.answered == 3
+        argv = ["run", "-c", str(config), "--out", str(broken), "--no-judge-cache"]
+        await _killed_at_the_fourth_call(server, argv, tmp_path / "broken.log")
         assert await _iwr("run", "--resume", str(broken), "--no-judge-cache") == 0
-    assert server.answered == paid, f"{server.answered} answers paid with the kill, {paid} without"
-    assert _outcome(broken) == _outcome(whole)
+        assert server.answered == paid, f"{server.answered} answers paid with the kill, {paid} without"
+        assert _outcome(broken) == _outcome(whole)
+
+        # The same judge as a judges eval design, on task 101's reference page (no mutant).
+        (tmp_path / "no-mutants").mkdir()
+        design = f"step=agent,step.max_steps=5,model=judge-vlm,base_url={server.url},label=agent"
+        lab = tmp_path / "lab"
+        argv = [
+            "judges", "eval", "--only", "101", "--cases", str(tmp_path / "no-mutants"), "--design", design,
+            "--pages-at-once", "1", "--judge-calls", "1", "--no-judge-cache", "--out", str(lab),
+        ]  # fmt: skip
+        await _killed_at_the_fourth_call(server, argv, tmp_path / "lab.log")
+        assert await _iwr(*argv, "--resume") == 0
+        assert server.answered == paid, (
+            f"judges eval: {server.answered} answers paid with the kill, {paid} without"
+        )
+        report = json.loads((lab / "report.json").read_text(encoding="utf-8"))
+        (result,) = report["results"]
+        assert result["design"] == "agent" and result["case"] == "reference" and not result["error"]
+        assert [(a["status"], a.get("failure")) for a in result["actions"]] == _outcome(whole)
+        (s,) = report["scores"]
+        assert s["usage"]["requests"] == paid  # every answer the run kept, the resumed ones included

@@ -1,9 +1,10 @@
-"""``iwr_bench.lab``: ``evaluate`` gives the report ``iwr judges eval --json`` prints, and ``report``
-measures saved results the same way.
+"""``iwr_bench.lab``: options, designs, labels and the measurement, with no browser.
 
-The judging itself is replaced by a stand-in that judges every case from its expectation (no
-browser), so these tests check the shared path around it: options, tasks, cases, labels and the
-measurement. ``tests/agents/test_judge_lab.py`` compares both on a real judging.
+Results are made by a stand-in that judges every case from its expectation, and measured with
+``lab.report``: what a report counts, that a saved report measures the same again, and that bad
+options and labels files stop the command before any run is made. ``tests/agents/test_judge_lab.py``
+judges real pages on the engine and compares the command's JSON with ``lab.evaluate`` and with
+``lab.report_run`` over the run's store.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from iwr_bench import lab
-from iwr_bench.agents.judge.lab import ActionOutcome, BuiltDesign, Case, CaseResult, DesignSpec, Usage
+from iwr_bench.agents.judge.lab import ActionOutcome, Case, CaseResult, DesignSpec, Usage
 from iwr_bench.cli import main
 from iwr_bench.dataset.layout import Task
 from iwr_bench.errors import UserError
@@ -49,21 +50,25 @@ def _judged(design: str, repeat: int, case: Case, task: Task) -> CaseResult:
     )  # fmt: skip
 
 
-async def _stand_in(
-    config: lab.LabConfig,
-    built: list[BuiltDesign],
-    tasks: dict[int, Task],
-    cases: list[Case],
-    evidence: Path,
-    on_result: Any,
-) -> tuple[list[CaseResult], dict[str, Usage], dict[str, float]]:
-    results = [
-        _judged(d.spec.label, rep, c, tasks[c.task_id])
-        for d in built
-        for rep in range(1, config.repeat + 1)
+def _stand_in(repeat: int = 1) -> list[CaseResult]:
+    """Every case of task 102 (its reference and mutants) judged by both designs of ``DESIGNS``."""
+    tasks, cases = lab.cases_from(lab.LabConfig(only="102"))
+    return [
+        _judged(d.label, rep, c, tasks[c.task_id])
+        for d in lab.designs_from(DESIGNS)
+        for rep in range(1, repeat + 1)
         for c in cases
     ]
-    return results, {d.spec.label: Usage() for d in built}, {d.spec.label: 2.0 for d in built}
+
+
+def _measure(labels: Path | None, repeat: int = 1) -> LabReport:
+    tasks, _ = lab.cases_from(lab.LabConfig(only="102"))
+    designs = lab.designs_from(DESIGNS)
+    usage = {d.label: Usage() for d in designs}
+    wall = {d.label: 2.0 for d in designs}
+    return lab.report(
+        _stand_in(repeat), designs, tasks=tasks.values(), labels=labels, usage=usage, wall_s=wall
+    )
 
 
 @pytest.fixture
@@ -76,21 +81,10 @@ def labels(tmp_path: Path) -> Path:
     return path
 
 
-def test_evaluate_equals_the_cli_json(
-    labels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(lab, "_judge_all", _stand_in)
-    argv = ["judges", "eval", "--only", "102", "--labels", str(labels), "--repeat", "2", "--json", "--quiet",
-            "--out", str(tmp_path / "out")]  # fmt: skip
-    for d in DESIGNS:
-        argv += ["--design", d]
-    assert main(argv) == 0
-    printed = json.loads(capsys.readouterr().out)
-    measured = lab.evaluate(DESIGNS, only="102", labels=labels, repeat=2)
-    assert measured.model_dump(mode="json") == printed
-    assert json.loads((tmp_path / "out" / "report.json").read_text()) == printed
-    # What the stand-in judged is measured: the design passing everything misses both failing mutants,
-    # and every case of it leaned on an undetermined answer (task 102 asserts at actions 2 and 4).
+def test_the_report_measures_what_was_judged(labels: Path) -> None:
+    measured = _measure(labels, repeat=2)
+    # The design passing everything misses both failing mutants, and every case of it leaned on an
+    # undetermined answer (task 102 asserts at actions 2 and 4).
     other = next(s for s in measured.scores if s.design == "other")
     assert (other.cases, other.correct, other.undetermined_cases) == (4, 2, 4)
     assert other.strict_accuracy == 0.0 and other.decided_accuracy is None
@@ -102,9 +96,8 @@ def test_evaluate_equals_the_cli_json(
     ]  # fmt: skip
 
 
-def test_report_measures_saved_results_the_same_way(labels: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lab, "_judge_all", _stand_in)
-    saved = LabReport.model_validate_json(lab.evaluate(DESIGNS, only="102", labels=labels).model_dump_json())
+def test_report_measures_saved_results_the_same_way(labels: Path) -> None:
+    saved = LabReport.model_validate_json(_measure(labels).model_dump_json())
     again = lab.report(
         saved.results, saved.designs, tasks=saved.actions, labels=labels,
         usage={s.design: s.usage for s in saved.scores}, wall_s=saved.wall_s,
@@ -115,18 +108,23 @@ def test_report_measures_saved_results_the_same_way(labels: Path, monkeypatch: p
     assert all(not s.by_action_type for s in bare.scores) and bare.human == []
 
 
-def test_a_bad_labels_file_stops_the_cli_before_any_judging(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_a_bad_labels_file_stops_the_cli_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    async def never(*args: object) -> None:
-        raise AssertionError("judged despite a bad labels file")
-
-    monkeypatch.setattr(lab, "_judge_all", never)
     path = tmp_path / "labels.jsonl"
     path.write_text('{"task_id": 102, "case": "reference", "index": 0, "label": "pass"}\n{"task_id": 102}\n')
-    assert main(["judges", "eval", "--only", "102", "--labels", str(path), "--quiet"]) == 2
+    out = tmp_path / "out"
+    assert main(["judges", "eval", "--only", "102", "--labels", str(path), "--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{path}:2:" in err and "case" in err
+    assert not out.exists()  # no run was made, no page judged
+
+
+def test_report_needs_a_judges_eval_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["judges", "eval", "--report", "--out", str(tmp_path)]) == 2
+    assert "holds no run" in capsys.readouterr().err
+    with pytest.raises(UserError, match="needs the run folder"):
+        lab.prepare(resume=True)
 
 
 def test_evaluate_refuses_an_unknown_option() -> None:

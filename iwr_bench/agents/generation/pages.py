@@ -6,6 +6,8 @@
   are run, resumed and reported like any model.
 - ``mutants:NAME`` gives the built-in suite's mutant ``NAME`` of each task that has one: the
   task's reference bundle with the files in ``iwr_bench/suites/sample-mutants/<id>/NAME/`` over it.
+  ``mutants:DIR#NAME`` does the same with the mutants under ``DIR/<id>/NAME/`` (each holding
+  ``mutant.json``): the task's own reference bundle, with the mutant's files over it.
 
 A task with no page gets a failed result (``no_reference``): its page is missing and scores 0.
 The asset placeholder of the published pages is resolved as for the oracle (``assets``).
@@ -21,7 +23,7 @@ import anyio.to_thread
 from iwr_bench.agents.generation.errors import FailureKind
 from iwr_bench.agents.generation.output import NOT_PAGE_FILES
 from iwr_bench.agents.generation.records import ErrorInfo, GenerationResult, ImageCounts
-from iwr_bench.dataset.layout import Task
+from iwr_bench.dataset.layout import REFERENCE_DIR, Task
 from iwr_bench.registry import register
 
 SUITE = Path(__file__).resolve().parents[2] / "suites"
@@ -96,19 +98,22 @@ def pages(source: str) -> PageFolderGenerator:
 
 
 class MutantGenerator(PageFolderGenerator):
-    """The built-in suite's mutant ``NAME``: the task's recorded bundle with the mutant's edits."""
+    """Mutant ``NAME`` of a folder of mutants: the task's recorded bundle with the mutant's edits
+    (a mutant holding a whole page of its own needs no bundle)."""
 
     def _read(self, task: Task) -> tuple[str | None, str, str | None]:
         mutant = self.root / str(task.id) / self.pick
-        reference = SUITE / "sample" / "data" / str(task.id) / "reference"
-        if not (mutant / "mutant.json").is_file() or not reference.is_dir():
-            return None, f"the built-in suite has no mutant {self.pick!r} of task {task.id}", None
-        page = mutant / "index.html" if (mutant / "index.html").is_file() else reference / "index.html"
+        reference = task.folder / REFERENCE_DIR
+        own = (mutant / "index.html").is_file()
+        if not (mutant / "mutant.json").is_file() or not (own or reference.is_dir()):
+            where = "the built-in suite has" if self.root == MUTANTS else f"{self.root} holds"
+            return None, f"{where} no mutant {self.pick!r} of task {task.id}", None
+        page = mutant / "index.html" if own else reference / "index.html"
         try:
             html = page.read_text(encoding="utf-8")  # the placeholder is resolved when written
         except (OSError, UnicodeDecodeError) as exc:
             return None, f"{page}: {exc}", None
-        return html, "", str(reference)
+        return html, "", str(reference) if reference.is_dir() else None
 
     async def __call__(self, task: Task) -> GenerationResult:
         """The mutant page: the reference bundle, then the mutant's edited files over it."""
@@ -118,16 +123,25 @@ class MutantGenerator(PageFolderGenerator):
         return result.model_copy(update={"page_overlay": str(self.root / str(task.id) / self.pick)})
 
 
+def _root(source: str) -> tuple[Path, str]:
+    """(folder of mutants, mutant name) of ``NAME`` (the built-in suite's) or ``DIR#NAME``."""
+    folder, hash_, name = source.rpartition("#")
+    return (Path(folder).expanduser(), name) if hash_ else (MUTANTS, source)
+
+
 def mutant_tasks(name: str) -> list[int]:
-    """The tasks of the built-in suite that have the mutant ``name`` (its only pairs)."""
-    found = (p.parent.parent.name for p in MUTANTS.glob(f"*/{name}/mutant.json"))
+    """The tasks that have the mutant ``name`` (``NAME`` or ``DIR#NAME``): its only pairs."""
+    root, pick = _root(name)
+    found = (p.parent.parent.name for p in root.glob(f"*/{pick}/mutant.json"))
     return sorted(int(task) for task in found if task.isdigit())
 
 
 @register("generator", "mutants")
 def mutants(source: str) -> PageFolderGenerator:
-    """The built-in suite's mutant pages: ``mutants:NAME``."""
-    known = sorted({p.name for p in MUTANTS.glob("*/*") if (p / "mutant.json").is_file()})
-    if source not in known:
-        raise ValueError(f"no mutant {source!r} in the built-in suite (known: {', '.join(known)})")
-    return MutantGenerator(f"mutants:{source}", MUTANTS, source)
+    """Mutant pages: ``mutants:NAME`` (the built-in suite's) or ``mutants:DIR#NAME``."""
+    root, pick = _root(source)
+    known = sorted({p.name for p in root.glob("*/*") if (p / "mutant.json").is_file()})
+    if pick not in known:
+        where = "the built-in suite" if root == MUTANTS else str(root)
+        raise ValueError(f"no mutant {pick!r} in {where} (known: {', '.join(known) or 'none'})")
+    return MutantGenerator(f"mutants:{source}", root, pick)

@@ -220,6 +220,19 @@ async def measure(
     )
 
 
+_NOT_MEASURED = "[metrics] measure = false: nothing was measured; VFS is not a score"
+
+
+def not_measured() -> Measured:
+    """The metrics stage of a run that measures no looks (``[metrics] measure = false``): no pairs,
+    and both backends (OCR, image) named ``not-measured``."""
+    backends = [
+        Backend(metric=metric, engine="not-measured", note=_NOT_MEASURED, substitute=True)
+        for metric in ("ocr", "dino")
+    ]
+    return Measured(steps=[], checkpoints=[], shots=[], ocr=[], dino=[], texts=[], backends=backends)
+
+
 def _load_pairs(pairs: list[tuple[int, Path, str]], evidence: Path) -> list[tuple[Image.Image, Image.Image]]:
     return [(as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs]
 

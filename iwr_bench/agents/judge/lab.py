@@ -23,15 +23,12 @@ or ``key=value``: ``grounder=NAME``, ``assertions=NAME``, ``grounder.OPTION=VALU
 from __future__ import annotations
 
 import json
-import time
 import tomllib
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio
-import anyio.to_thread
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai._run_context import RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -40,13 +37,10 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from iwr_bench.agents.generation import ModelConfig, build_model
-from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.records import ActionRecord, FailureClass, Replay, Verdict
-from iwr_bench.dataset.bundle import mutant_page
 from iwr_bench.dataset.layout import REFERENCE_DIR, Task
 from iwr_bench.errors import UserError
 from iwr_bench.registry import build, factory_of, names, parameters
-from iwr_bench.tools.pool import PagePool
 
 JUDGING_ROLES = ("grounder", "assertions")
 """The roles every design fills (the rubric judge plays no part in replay)."""
@@ -210,22 +204,28 @@ class Usage(BaseModel):
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
+def usage_of(response: ModelResponse) -> Usage:
+    """One answer's usage: a request, its tokens, and its price when genai-prices knows it."""
+    usage = Usage(
+        requests=1, input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
+    )
+    try:
+        usage.cost_usd = float(response.cost().total_price)
+    except (LookupError, ValueError, AssertionError):  # unknown model or price, no usage given
+        usage.unpriced = 1
+    return usage
+
+
 class MeteredModel(WrapperModel):
-    """A judge model that adds up tokens and cost of every answer (nothing is cached: a repeat asks again)."""
+    """A judge model that adds up tokens and cost of every answer (``iwr judges replay``'s designs,
+    which ask outside any run; nothing is kept)."""
 
     def __init__(self, wrapped: Model) -> None:
         super().__init__(wrapped)
         self.usage = Usage()
 
     def _count(self, response: ModelResponse) -> None:
-        u = self.usage
-        u.requests += 1
-        u.input_tokens += response.usage.input_tokens
-        u.output_tokens += response.usage.output_tokens
-        try:
-            u.cost_usd += float(response.cost().total_price)
-        except (LookupError, ValueError, AssertionError):  # unknown model or price, no usage given
-            u.unpriced += 1
+        self.usage = self.usage.add(usage_of(response))
 
     async def request(
         self,
@@ -515,11 +515,10 @@ def case_result(design: str, repeat: int, case: Case, replay: Replay, evidence: 
     )
 
 
-def _crashed(design: str, repeat: int, case: Case, task: Task, error: str) -> CaseResult:
-    actions = [
-        ActionOutcome(index=i, description=a.parameters.description, status="not_run")
-        for i, a in enumerate(task.record.action_sequence)
-    ]
+def not_judged(design: str, repeat: int, case: Case, actions: Sequence[str], error: str) -> CaseResult:
+    """The result of a case its design did not judge (its job failed or never ran): no failure is
+    claimed, every action is ``not_run``, and ``error`` says why."""
+    outcomes = [ActionOutcome(index=i, description=d, status="not_run") for i, d in enumerate(actions)]
     return CaseResult(
         design=design,
         repeat=repeat,
@@ -528,74 +527,7 @@ def _crashed(design: str, repeat: int, case: Case, task: Task, error: str) -> Ca
         kind=case.kind,
         expected_first_failure=case.expected_first_failure,
         expected_reason=case.expected_reason,
-        total_steps=len(actions),
-        actions=actions,
+        total_steps=len(outcomes),
+        actions=outcomes,
         error=error,
     )
-
-
-class LabRun(BaseModel):
-    """Where and how the cases are judged."""
-
-    evidence: Path
-    """Screenshots go to ``<evidence>/<design>/r<repeat>/<task>/<case>/``."""
-    case_timeout_s: float = 900.0
-    """A replay running longer is recorded as the case's error."""
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-._" else "_" for c in text)[:80] or "design"
-
-
-async def judge_cases(
-    design: BuiltDesign,
-    repeat: int,
-    cases: Sequence[Case],
-    tasks: dict[int, Task],
-    pool: PagePool,
-    run: LabRun,
-    on_result: Callable[[CaseResult], None] | None = None,
-) -> list[CaseResult]:
-    """Replay every case once with ``design``, as many at once as ``pool`` has pages."""
-    spec = design.spec
-    config = ExecutorConfig(
-        judge_error_policy=spec.judge_error_policy, undetermined_policy=spec.undetermined_policy
-    )
-    executor = Executor(
-        pool, design.grounder, design.assertions, config, policy=design.replay, step=design.step
-    )
-    results: dict[int, CaseResult] = {}
-    slots = anyio.CapacityLimiter(pool.config.size)  # the time limit starts once a page is free
-
-    async def one(i: int, case: Case) -> None:
-        async with slots:
-            await _one(i, case)
-
-    async def _one(i: int, case: Case) -> None:
-        task = tasks[case.task_id]
-        evidence = run.evidence / _slug(spec.label) / f"r{repeat}" / str(case.task_id) / _slug(case.name)
-        start = time.perf_counter()
-        try:
-            page = case.page
-            if case.bundle is not None:  # the mutant's files over the reference bundle
-                dest = run.evidence / "pages" / str(case.task_id) / _slug(case.name)
-                if not dest.is_dir():
-                    await anyio.to_thread.run_sync(mutant_page, case.page, case.bundle, dest)
-                page = dest
-            with anyio.fail_after(run.case_timeout_s):
-                replay = await executor.replay(task, page, evidence)
-            result = case_result(spec.label, repeat, case, replay, evidence)
-        except TimeoutError:
-            result = _crashed(spec.label, repeat, case, task, f"timeout after {run.case_timeout_s:g} s")
-        except Exception as exc:  # noqa: BLE001 - foreign design code: recorded as the case's error
-            first = (str(exc).strip().splitlines() or [""])[0]
-            result = _crashed(spec.label, repeat, case, task, f"{type(exc).__name__}: {first}")
-        result.seconds = round(time.perf_counter() - start, 3)
-        results[i] = result
-        if on_result is not None:
-            on_result(result)
-
-    async with anyio.create_task_group() as tg:
-        for i, case in enumerate(cases):
-            tg.start_soon(one, i, case)
-    return [results[i] for i in range(len(cases))]
