@@ -14,6 +14,10 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check iwr_bench tests benchmarks
 	$(BIN)/ruff format --check iwr_bench tests benchmarks
+	@# the page scripts parse (needs Node.js; tests/tools/test_page_scripts.py compiles them in Chromium)
+	@if command -v node >/dev/null 2>&1; then \
+		for f in iwr_bench/tools/js/*.js; do node --check "$$f" || exit 1; done; \
+	fi
 
 typecheck: setup
 	$(BIN)/pyright

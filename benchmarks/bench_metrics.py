@@ -166,8 +166,8 @@ def _lvs_pairs(device: str, n_pairs: int, ocr_weights: Path | None, dino: str | 
 
     from iwr_bench.metrics.embed import DinoEmbedder
     from iwr_bench.metrics.ocr import EasyOcr
-    from iwr_bench.metrics.scoring import lvs
     from iwr_bench.metrics.text import text_similarity
+    from iwr_bench.scoring.formulas import lvs
 
     def sync() -> None:
         if device.startswith("cuda"):

@@ -18,7 +18,6 @@ import anyio.to_thread
 
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
-from iwr_bench.agents.judge.evaluate import scored_pairs
 from iwr_bench.agents.judge.executor import Executor
 from iwr_bench.agents.judge.records import Replay
 from iwr_bench.dataset.layout import REFERENCE_DIR, Task
@@ -27,7 +26,8 @@ from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.embed import EmbedderUnavailable
 from iwr_bench.metrics.hashing import as_image, raster_identical
 from iwr_bench.metrics.pair import CachedMetric, effnet_metric, ocr_metric
-from iwr_bench.metrics.scoring import lvs
+from iwr_bench.scoring.evaluation import scored_pairs
+from iwr_bench.scoring.formulas import lvs
 from iwr_bench.tools.pool import PagePool
 
 FAILED_LOAD = "Failed to load resource"

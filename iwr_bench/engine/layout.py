@@ -18,9 +18,9 @@ from typing import Literal
 from pydantic import ValidationError
 
 from iwr_bench.agents.generation import GenerationResult
-from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.engine.store import STORE_NAME, RunStore
 from iwr_bench.errors import UserError
+from iwr_bench.scoring.evaluation import Evaluation
 
 Front = Literal["run", "judge", "generate", "judges eval"]
 """The command a run folder was made by."""

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.engine.backends.base import WorkerLost
 from iwr_bench.engine.deadlines import StepTimeout, find_error
 from iwr_bench.engine.events import (
@@ -32,6 +31,7 @@ from iwr_bench.engine.events import (
 )
 from iwr_bench.engine.records import FINISHED, INFRA_FAILURES, FailureClass, JobStatus, ScoreRow
 from iwr_bench.engine.store import JobRow, RunFolderError, RunStore, folder_error, job_id
+from iwr_bench.scoring.evaluation import Evaluation
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,6 @@ from typing import Literal
 
 import anyio.to_thread
 
-from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.events import DesignProgress, Event, MetricProgress
 from iwr_bench.engine.rate import RateMeter
@@ -41,6 +40,7 @@ from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.cache import MetricCache, namespace
 from iwr_bench.metrics.hashing import pixel_digest
 from iwr_bench.metrics.pair import CachedMetric, Pair, PairMetric
+from iwr_bench.scoring.evaluation import VisualMetrics
 
 
 def combined_eta(designs: Iterable[DesignProgress]) -> float | None:

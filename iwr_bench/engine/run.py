@@ -28,7 +28,6 @@ from iwr_bench.agents.events import AgentEvent, Emit
 from iwr_bench.agents.events import JudgeDelta as AgentJudgeDelta
 from iwr_bench.agents.generation import Generator
 from iwr_bench.agents.generation.prompt import load_prompt_file
-from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.backends.base import make_backend
 from iwr_bench.engine.clock import StageName, WorkClock
@@ -73,6 +72,7 @@ from iwr_bench.engine.watch import Watchdog
 from iwr_bench.errors import UserError
 from iwr_bench.official_code import OfficialCode
 from iwr_bench.registry import load_plugins
+from iwr_bench.scoring.evaluation import VisualMetrics
 from iwr_bench.tools.pool import PoolConfig
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,6 @@ from iwr_bench.agents.generation import (
 from iwr_bench.agents.generation.calls import Caller
 from iwr_bench.agents.generation.official import describe, for_protocol
 from iwr_bench.agents.generation.prompt import PromptFile
-from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.dataset.validate import data_faults, read_otherwise_officially
@@ -48,6 +47,7 @@ from iwr_bench.metrics.pair import CachedMetric, PairMetric
 from iwr_bench.official_code import OfficialCode, prompt_label
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import build
+from iwr_bench.scoring.evaluation import VisualMetrics
 from iwr_bench.tools.chromium import chromium_version as version_of
 from iwr_bench.tools.jail import containment_level
 from iwr_bench.tools.models import Limits as PageLimits

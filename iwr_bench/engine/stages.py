@@ -26,14 +26,6 @@ import anyio.to_thread
 
 from iwr_bench.agents.events import Emit, emitting
 from iwr_bench.agents.generation import GenerationResult, Generator, read_record
-from iwr_bench.agents.judge.evaluate import (
-    Evaluation,
-    VisualMetrics,
-    assemble,
-    not_measured,
-    rubric_stage,
-    write_evaluation,
-)
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.records import Replay
 from iwr_bench.agents.judge.rubric import RubricResult
@@ -51,6 +43,14 @@ from iwr_bench.engine.records import FailureClass, JobStatus
 from iwr_bench.engine.status import StatusReporter
 from iwr_bench.engine.store import RunStore, job_id, judged_name
 from iwr_bench.engine.watch import JobWatch, Watchdog
+from iwr_bench.scoring.evaluation import (
+    Evaluation,
+    VisualMetrics,
+    assemble,
+    not_measured,
+    rubric_stage,
+    write_evaluation,
+)
 
 AgentSink = Callable[[str, str], Emit]
 """``sink(job id, evidence folder)``: the callback a judging job's agents report to."""

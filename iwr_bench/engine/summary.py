@@ -7,8 +7,8 @@ from typing import Any
 from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.engine.records import FINISHED, INFRA_FAILURES, FailureClass, JobStatus, ScoreRow
 from iwr_bench.engine.store import JobRow, RunStore, job_id, judged_names
-from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.protocol import EvalProtocol
+from iwr_bench.scoring.formulas import PairScore, TaskScore
 
 
 def stored_pairs(store: RunStore) -> dict[str, dict[int, dict[str, float | None]]]:
@@ -103,7 +103,7 @@ def run_summary(store: RunStore) -> dict[str, Any]:
 
 
 def _model_summary(tally: _Tally, protocol: EvalProtocol, tasks: int) -> dict[str, Any]:
-    from iwr_bench.agents.judge.official import aggregate
+    from iwr_bench.scoring.official import aggregate
 
     s, left_out, hvs_missing = aggregate(tally.per_task, protocol)
     return {

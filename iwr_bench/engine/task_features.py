@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.dataset.features import feature_cache, feature_root, load_features
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.settings import MetricSettings
 from iwr_bench.metrics.cache import MetricCache
+from iwr_bench.scoring.evaluation import VisualMetrics
 
 ROLES = ("ocr", "dino")
 

@@ -1,6 +1,6 @@
 """A finished (or stopped) run, read back from its folder for reporting.
 
-:class:`RunData` holds, per (task, model), the :class:`~iwr_bench.metrics.scoring.TaskScore`
+:class:`RunData` holds, per (task, model), the :class:`~iwr_bench.scoring.formulas.TaskScore`
 rebuilt from the store's metric rows (the same numbers ``iwr run`` prints), the failure and its
 class, the ``eval.json`` record when there is one, and the task's record (levels, domain,
 device) when the task set is still where the run found it.
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.engine.run import INFRA_FAILURES, stored_pairs, stored_task_score
 from iwr_bench.engine.store import JobRow, RunStore, job_id, judged_names
-from iwr_bench.metrics.scoring import TaskScore
 from iwr_bench.official_code import prompt_label
 from iwr_bench.protocol import EvalProtocol
+from iwr_bench.scoring.evaluation import Evaluation
+from iwr_bench.scoring.formulas import TaskScore
 
 UNKNOWN = "unknown"
 

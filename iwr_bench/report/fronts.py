@@ -8,12 +8,12 @@ from rich.console import Console
 from rich.table import Table
 
 from iwr_bench.agents.generation import Budget, GenerationResult, totals
-from iwr_bench.agents.judge.evaluate import Evaluation
-from iwr_bench.agents.judge.official import aggregate
 from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.official_code import prompt_label
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.tables import hvs_note
+from iwr_bench.scoring.evaluation import Evaluation
+from iwr_bench.scoring.official import aggregate
 
 
 def _undetermined(rows: list[Evaluation]) -> str:

@@ -22,7 +22,6 @@ from typing import Any
 
 from PIL import Image
 
-from iwr_bench.agents.judge.official import hvs_as_zero
 from iwr_bench.agents.judge.records import ActionRecord
 from iwr_bench.dataset.frames import VideoError, sample_frames
 from iwr_bench.dataset.layout import Task
@@ -32,6 +31,7 @@ from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.data import Result, RunData
 from iwr_bench.report.render import cell, columns
 from iwr_bench.report.tables import Row
+from iwr_bench.scoring.official import hvs_as_zero
 
 THUMB_WIDTH = 480
 FRAME_WIDTH = 240

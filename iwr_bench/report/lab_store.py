@@ -18,11 +18,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 
-from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.agents.judge.lab import Case, CaseResult, DesignSpec, Usage, case_result, not_judged, usage_of
 from iwr_bench.engine.store import RunStore, job_id, judged_name
 from iwr_bench.engine.store_schema import JobRow
 from iwr_bench.errors import UserError
+from iwr_bench.scoring.evaluation import Evaluation
 
 PLAN_KEY = "lab"
 """The manifest key of the plan."""

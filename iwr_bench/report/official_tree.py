@@ -24,9 +24,9 @@ from rich.console import Console
 
 from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.errors import UserError
-from iwr_bench.metrics.scoring import IFS_WEIGHT, VFS_WEIGHT
 from iwr_bench.report.render import print_rows, write_tables
 from iwr_bench.report.tables import Row
+from iwr_bench.scoring.formulas import IFS_WEIGHT, VFS_WEIGHT
 
 COLUMNS = ("IFS", "OCR", "DINO", "LFS", "HFS", "VFS", "Final")
 """The official per-model table's score columns, in its order."""

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from iwr_bench.agents.judge.official import HVS_MISSING_DEFAULT, HVS_MISSING_OFFICIAL, aggregate
 from iwr_bench.agents.judge.records import undetermined_rate
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.data import Result, RunData, TaskInfo
+from iwr_bench.scoring.official import HVS_MISSING_DEFAULT, HVS_MISSING_OFFICIAL, aggregate
 
 Row = dict[str, Any]
 

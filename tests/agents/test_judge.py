@@ -10,11 +10,11 @@ import pytest
 from judge_site import MUTANTS, SITE, write_page
 
 from iwr_bench.agents.judge.assertions import decide, evidence_tokens
-from iwr_bench.agents.judge.evaluate import VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor
 from iwr_bench.cli import main
 from iwr_bench.dataset.layout import Task
 from iwr_bench.registry import create
+from iwr_bench.scoring.evaluation import VisualMetrics, evaluate
 
 pytestmark = [pytest.mark.browser, pytest.mark.anyio]
 

@@ -24,7 +24,6 @@ from iwr_bench.agents.events import AgentEvent
 from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.grounding_llm import LLMGrounder
-from iwr_bench.agents.judge.evaluate import VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
 from iwr_bench.agents.judge.llm import LLMAssertionJudge
 from iwr_bench.agents.judge.records import AssertionRequest
@@ -33,6 +32,7 @@ from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.judge_model import StoredModel
 from iwr_bench.engine.limits import AdaptiveLimit
 from iwr_bench.registry import create
+from iwr_bench.scoring.evaluation import VisualMetrics, evaluate
 from iwr_bench.tools.pool import PagePool
 
 browser = [pytest.mark.browser, pytest.mark.anyio]

@@ -21,16 +21,16 @@ from scripted_model import Scripted, last_prompt
 from iwr_bench.agents.grounding import HeuristicGrounder, text_from_description
 from iwr_bench.agents.grounding_llm import LLMGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
-from iwr_bench.agents.judge.evaluate import VisualMetrics, evaluate
 from iwr_bench.agents.judge.executor import Executor, ExecutorConfig
-from iwr_bench.agents.judge.official import aggregate, assertion_entry, official_pair_states
 from iwr_bench.agents.judge.records import ActionRecord, AssertionRequest, AssertionVerdict, Replay
 from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.engine.config import parse_run_config
 from iwr_bench.engine.setup import effective_policies, pool_config
-from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create
+from iwr_bench.scoring.evaluation import VisualMetrics, evaluate
+from iwr_bench.scoring.formulas import PairScore, TaskScore
+from iwr_bench.scoring.official import aggregate, assertion_entry, official_pair_states
 from iwr_bench.tools.models import SettleConfig
 from iwr_bench.tools.pool import PagePool, PoolConfig
 

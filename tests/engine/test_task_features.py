@@ -10,7 +10,6 @@ from counting_designs import READ
 from PIL import Image
 from sample_tasks import sample_copy
 
-from iwr_bench.agents.judge.evaluate import VisualMetrics
 from iwr_bench.cli import main
 from iwr_bench.cli.prepare import prepare_features
 from iwr_bench.dataset.layout import Task, load_tasks
@@ -20,6 +19,7 @@ from iwr_bench.engine.store import RunStore
 from iwr_bench.engine.task_features import seed_task_features
 from iwr_bench.metrics.hashing import as_image, pixel_digest
 from iwr_bench.metrics.pair import CachedMetric, ThreadedMetric
+from iwr_bench.scoring.evaluation import VisualMetrics
 
 SETTINGS = MetricSettings(ocr_design="counting-text", image_design="effnet-lite0", device="cpu", cache=False)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from iwr_bench.metrics.scoring import PairScore, TaskScore, final_from, ifs, summarise, vfs_from
+from iwr_bench.scoring.formulas import PairScore, TaskScore, final_from, ifs, summarise, vfs_from
 
 PUBLISHED = Path(__file__).resolve().parents[3] / "shared" / "spec" / "published-results.csv"
 

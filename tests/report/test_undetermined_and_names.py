@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from iwr_bench.agents.judge.evaluate import Evaluation
 from iwr_bench.agents.judge.records import ActionRecord, AssertionVerdict, Replay, undetermined_rate
 from iwr_bench.cli.judge import _print_summary  # pyright: ignore[reportPrivateUsage]
 from iwr_bench.engine.run import run_summary
@@ -19,6 +18,7 @@ from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report import build_report
 from iwr_bench.report.render import print_rows
 from iwr_bench.report.run_table import print_summary
+from iwr_bench.scoring.evaluation import Evaluation
 
 NAMES = [
     "mutant-merge-into-8-broken-visible-text-judge-seed-1",

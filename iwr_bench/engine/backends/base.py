@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 if TYPE_CHECKING:
-    from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics
     from iwr_bench.agents.judge.executor import Executor
     from iwr_bench.agents.judge.records import Replay
     from iwr_bench.dataset.layout import Task
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from iwr_bench.engine.deadlines import Background
     from iwr_bench.engine.limits import Limits
     from iwr_bench.protocol import EvalProtocol
+    from iwr_bench.scoring.evaluation import Measured, VisualMetrics
     from iwr_bench.tools.pool import PagePool, PoolConfig
 
 

@@ -7,7 +7,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics, measure
 from iwr_bench.agents.judge.records import Replay
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.backends.base import ExecutorFactory, Timer
@@ -17,6 +16,7 @@ from iwr_bench.engine.limits import Limits
 from iwr_bench.engine.setup import build_metrics
 from iwr_bench.metrics import models
 from iwr_bench.protocol import EvalProtocol
+from iwr_bench.scoring.evaluation import Measured, VisualMetrics, measure
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
 

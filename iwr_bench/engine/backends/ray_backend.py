@@ -20,7 +20,6 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from iwr_bench.agents.judge.evaluate import Measured, VisualMetrics, measure
 from iwr_bench.agents.judge.records import Replay
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.backends.base import ExecutorFactory, FreeSlots, Timer, WorkerLost
@@ -31,6 +30,7 @@ from iwr_bench.engine.limits import Limits
 from iwr_bench.engine.setup import build_metrics
 from iwr_bench.errors import UserError
 from iwr_bench.protocol import EvalProtocol
+from iwr_bench.scoring.evaluation import Measured, VisualMetrics, measure
 from iwr_bench.tools.pool import PagePool, PoolConfig
 
 log = logging.getLogger(__name__)

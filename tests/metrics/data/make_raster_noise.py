@@ -26,9 +26,9 @@ from PIL import Image
 import iwr_bench.tools.pool as pool_module
 from iwr_bench.agents.grounding import HeuristicGrounder
 from iwr_bench.agents.judge.assertions import HeuristicAssertionJudge
-from iwr_bench.agents.judge.evaluate import scored_pairs
 from iwr_bench.agents.judge.executor import Executor
 from iwr_bench.dataset.layout import REFERENCE_DIR, load_tasks
+from iwr_bench.scoring.evaluation import scored_pairs
 from iwr_bench.suites.build import SAMPLE
 from iwr_bench.tools.pool import PagePool, PoolConfig
 

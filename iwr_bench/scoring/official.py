@@ -15,8 +15,8 @@ from typing import Any
 
 from iwr_bench.agents.judge.records import ActionRecord, Replay
 from iwr_bench.dataset.layout import Task
-from iwr_bench.metrics.scoring import PairScore, Summary, TaskScore, summarise
 from iwr_bench.protocol import EvalProtocol
+from iwr_bench.scoring.formulas import PairScore, Summary, TaskScore, summarise
 
 ENDED_PREFIX = frozenset({"assertion_failed", "judge_error"})
 """Failures of an action that was executed but whose assertion ended the successful prefix."""

@@ -16,15 +16,15 @@ import anyio.to_thread
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from iwr_bench.agents.judge.official import assertion_entry, counted_pairs, hvs_as_zero, official_pair_states
 from iwr_bench.agents.judge.records import Replay
 from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.hashing import as_image
 from iwr_bench.metrics.pair import PairMetric
-from iwr_bench.metrics.scoring import PairScore, TaskScore
 from iwr_bench.protocol import EvalProtocol
+from iwr_bench.scoring.formulas import PairScore, TaskScore
+from iwr_bench.scoring.official import assertion_entry, counted_pairs, hvs_as_zero, official_pair_states
 
 EVAL_VERSION = 2
 
@@ -93,7 +93,7 @@ class Evaluation(BaseModel):
     backend does not expose its text)."""
     assertion_results: list[dict[str, Any] | None] = Field(default_factory=list[dict[str, Any] | None])
     """Official: one entry per action, None where no assertion was checked, else
-    ``{"result": "Yes"|"No"|"Error", ...}`` (see :func:`~iwr_bench.agents.judge.official.assertion_entry`)."""
+    ``{"result": "Yes"|"No"|"Error", ...}`` (see :func:`~iwr_bench.scoring.official.assertion_entry`)."""
     scored_steps: list[int] = Field(default_factory=list[int])
     """Ours: per pair, the replay state k (0 = initial, k = after k executed actions)."""
     pair_checkpoints: list[str] = Field(default_factory=list[str])
