@@ -49,6 +49,7 @@ from iwr_bench.dataset.layout import Task, load_tasks
 from iwr_bench.engine.config import RunConfig, load_run_config, only_tasks, parse_run_config, plugin_refs
 from iwr_bench.engine.layout import RunLayout
 from iwr_bench.engine.run import Engine
+from iwr_bench.engine.settings import LimitSettings
 from iwr_bench.errors import UserError
 from iwr_bench.registry import load_plugins
 from iwr_bench.report.judge_eval import ActionInfo, LabReport, lab_report, task_actions
@@ -95,12 +96,12 @@ class LabConfig(BaseModel):
     """Human labels of single actions (JSON Lines; ``docs/judge-eval-report.md``)."""
     repeat: int = Field(default=1, ge=1)
     """Judge every page this many times per design."""
-    pages_at_once: int = Field(default=2, ge=1)
-    """Browser pages at once (``[limits] browser_pages``)."""
-    case_timeout_s: float = Field(default=900.0, gt=0)
-    """One replay's limit, in seconds (``[limits] judge_timeout_s``)."""
-    judge_calls: int = Field(default=4, ge=1)
-    """Judge-model requests at once (``[limits] judge_calls``)."""
+    pages_at_once: int = Field(default_factory=lambda: LimitSettings().browser_pages, ge=1)
+    """Browser pages at once (``[limits] browser_pages``, whose default it has)."""
+    case_timeout_s: float = Field(default_factory=lambda: LimitSettings().judge_timeout_s, gt=0)
+    """One replay's limit, in seconds (``[limits] judge_timeout_s``, whose default it has)."""
+    judge_calls: int = Field(default_factory=lambda: LimitSettings().judge_calls, ge=1)
+    """Judge-model requests at once (``[limits] judge_calls``, whose default it has)."""
     judge_cache: bool = True
     """Reuse judge-model answers across runs (``[judge] cache``); repeats are asked again anyway."""
     backend: Literal["in-process", "ray"] = "in-process"

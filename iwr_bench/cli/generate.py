@@ -10,22 +10,20 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
 
-from iwr_bench.cli._common import (
-    OFFICIAL_CODE_HELP,
-    Subparsers,
-    add_session_flags,
-    add_skip_invalid,
-    drive,
-    session_end,
+from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.cli.options import (
+    add_budget_option,
+    add_protocol_options,
+    check_options,
+    defaults,
+    model_entries,
+    run_config,
 )
 from iwr_bench.dataset.layout import skipped_line
-from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config
+from iwr_bench.engine.config import RunConfig, load_run_config
 from iwr_bench.engine.layout import RunLayout, generation_results
 from iwr_bench.engine.run import Engine
-from iwr_bench.errors import UserError
-from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.fronts import print_generation_summary
 
 DEFAULT_CACHE = Path(os.environ.get("IWR_BENCH_CACHE", "~/.cache/iwr-bench/responses")).expanduser()
@@ -50,13 +48,12 @@ def register(sub: Subparsers) -> None:
     p.add_argument(
         "--cache-dir", type=Path, default=DEFAULT_CACHE, help=f"response cache (default {DEFAULT_CACHE})"
     )
-    p.add_argument("--budget", type=float, default=None, metavar="USD", help="stop new model calls past this")
+    add_budget_option(p)
     p.add_argument(
         "--concurrency",
         type=int,
-        default=4,
         metavar="N",
-        help="model requests at once per provider (default 4)",
+        help=f"model requests at once per provider (default {defaults().limits.model_calls})",
     )
     p.add_argument(
         "--asset-base",
@@ -64,16 +61,12 @@ def register(sub: Subparsers) -> None:
         help="what the asset placeholder becomes (default: the path from each page's folder to the "
         "task's assets/ folder, as the official generator writes it)",
     )
-    p.add_argument(
-        "--protocol",
-        choices=[p.value for p in EvalProtocol],
-        default=EvalProtocol.default.value,
-        help="default: this project's request; official: the official generator's presets, sheets and frames",
+    add_protocol_options(
+        p,
+        protocol_help="default: this project's request; official: the official generator's presets, "
+        "sheets and frames",
+        prompt_file=True,
     )
-    p.add_argument(
-        "--prompt-file", type=Path, default=None, metavar="PATH", help="instructions from this file"
-    )
-    p.add_argument("--official-code", type=Path, default=None, metavar="DIR", help=OFFICIAL_CODE_HELP)
     add_skip_invalid(p)
     add_session_flags(p)
     p.set_defaults(func=cmd_generate)
@@ -81,31 +74,13 @@ def register(sub: Subparsers) -> None:
 
 def _config(args: argparse.Namespace) -> RunConfig:
     """The run config of a generation session: the ``--model`` entries (as configured in ``--config``)."""
-    known = {m.name: m for m in load_run_config(args.config).models} if args.config else {}
-    models = [
-        known[n].model_dump(mode="json", exclude_unset=True) if n in known else {"name": n}
-        for n in dict.fromkeys(args.model)
-    ]
-    data: dict[str, Any] = {
-        "tasks": str(args.tasks),
-        "only": parse_only(args.only),
-        "skip_invalid": args.skip_invalid,
-        "protocol": args.protocol,
-        "prompt_file": str(args.prompt_file) if args.prompt_file else "",
-        "official_code": str(args.official_code.expanduser().resolve()) if args.official_code else "",
-        "budget_usd": args.budget or 0.0,
-        "models": models,
-        "limits": {"model_calls": args.concurrency},
-    }
-    return parse_run_config(data, "options")
+    check_options(args)
+    known = load_run_config(args.config).models if args.config else []
+    return run_config(args, {"models": model_entries(args.model, known)})
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate, then print a per-model summary; failed generations are recorded, not fatal."""
-    if args.concurrency < 1:
-        raise UserError("--concurrency must be at least 1")
-    if args.budget is not None and args.budget < 0:
-        raise UserError("--budget must not be negative")
     config = _config(args)
     layout = RunLayout(
         args.out,

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from iwr_bench.cli._common import (
-    OFFICIAL_CODE_HELP,
-    Subparsers,
-    add_session_flags,
-    add_skip_invalid,
-    drive,
-    session_end,
+from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.cli.options import (
+    add_judge_options,
+    add_limit_options,
+    add_metric_options,
+    add_plugin_option,
+    add_protocol_options,
+    run_config,
 )
 from iwr_bench.dataset.layout import skipped_line
-from iwr_bench.engine.config import RunConfig, parse_only, parse_run_config, plugin_refs
+from iwr_bench.engine.config import RunConfig
 from iwr_bench.engine.layout import (
     RunLayout,
     model_folder,
@@ -32,7 +32,6 @@ from iwr_bench.engine.layout import (
 from iwr_bench.engine.run import Engine
 from iwr_bench.engine.setup import load_run_tasks
 from iwr_bench.errors import UserError
-from iwr_bench.protocol import EvalProtocol
 from iwr_bench.report.fronts import print_judge_summary
 
 __all__ = ["cmd_judge", "model_folder", "model_key", "register"]
@@ -53,49 +52,15 @@ def register(sub: Subparsers) -> None:
         metavar="NAME,...",
         help="judge only these model folders (names as under <pages>/<id>/, any spelling)",
     )
-    p.add_argument(
-        "--plugin",
-        action="append",
-        default=[],
-        metavar="MODULE_OR_FILE",
-        help="import this module or .py file first (it registers designs); repeatable",
+    add_plugin_option(p)
+    add_judge_options(p)
+    add_limit_options(p, models=False)
+    add_metric_options(p)
+    add_protocol_options(
+        p,
+        protocol_help="default (ours) or official (the official scripts' rules; implies --settle fixed)",
+        settle=True,
     )
-    p.add_argument(
-        "--grounder", default="heuristic", help="grounder: heuristic (default), llm, or any listed"
-    )
-    p.add_argument("--assertions", default="heuristic", help="assertion judge: heuristic (default), llm, ...")
-    p.add_argument("--judge-model", default="", help="model of the llm grounder / assertion judge")
-    p.add_argument(
-        "--rubric",
-        metavar="MODEL",
-        default="",
-        help="rubric (HVS) judge model; without it HVS is unavailable",
-    )
-    p.add_argument("--judge-base-url", default="", help="OpenAI-compatible server of the judge model(s)")
-    p.add_argument("--judge-api-key-env", default="", help="environment variable with the judge model's key")
-    p.add_argument("--votes", type=int, default=1, help="k-vote majority of the llm assertion judge")
-    p.add_argument("--retries", type=int, default=2, help="retries of an unusable judge answer (default 2)")
-    p.add_argument("--judge-calls", type=int, default=4, help="judge-model requests at once (default 4)")
-    p.add_argument(
-        "--no-judge-cache", action="store_true", help="do not reuse judge-model answers across runs"
-    )
-    p.add_argument("--dino", default="facebook/dinov2-base", help="DINOv2 hub id or local folder")
-    p.add_argument("--pages-at-once", type=int, default=2, help="concurrent browser pages (default 2)")
-    p.add_argument(
-        "--protocol",
-        choices=[p.value for p in EvalProtocol],
-        default="default",
-        help="default (ours) or official (the official scripts' rules; implies --settle fixed)",
-    )
-    p.add_argument("--official-code", type=Path, default=None, metavar="DIR", help=OFFICIAL_CODE_HELP)
-    p.add_argument(
-        "--settle",
-        choices=["stable", "fixed"],
-        default=None,
-        help="wait for stable screenshots, or the official fixed waits (default: by protocol)",
-    )
-    p.add_argument("--judge-error-policy", choices=["pass", "fail"], default="fail")
-    p.add_argument("--undetermined-policy", choices=["pass", "fail"], default="pass")
     add_skip_invalid(p)
     add_session_flags(p)
     p.set_defaults(func=cmd_judge)
@@ -107,33 +72,7 @@ def _config(
     """The run config of a judging session from the options (one line naming a bad one); ``own``:
     the tasks of model folders judged on some tasks only (mutants), by :func:`model_key`."""
     own = own or {}
-    judge: dict[str, Any] = {
-        "grounder": args.grounder,
-        "assertions": args.assertions,
-        "model": args.judge_model,
-        "rubric": args.rubric,
-        "base_url": args.judge_base_url,
-        "api_key_env": args.judge_api_key_env,
-        "votes": args.votes,
-        "cache": not args.no_judge_cache,
-        "retries": args.retries,
-        "judge_error_policy": args.judge_error_policy,
-        "undetermined_policy": args.undetermined_policy,
-    }
-    data: dict[str, Any] = {
-        "tasks": str(args.tasks),
-        "only": parse_only(args.only),
-        "skip_invalid": args.skip_invalid,
-        "protocol": args.protocol,
-        "official_code": str(args.official_code.expanduser().resolve()) if args.official_code else "",
-        "plugins": plugin_refs(args.plugin, Path.cwd()),
-        "models": [{"name": m, "tasks": own.get(model_key(m))} for m in models],
-        "judge": judge,
-        "metrics": {"dino": args.dino},
-        "limits": {"browser_pages": args.pages_at_once, "judge_calls": args.judge_calls, "metric_workers": 1},
-        "browser": {"settle": args.settle or "stable"},
-    }
-    return parse_run_config(data, "options")
+    return run_config(args, {"models": [{"name": m, "tasks": own.get(model_key(m))} for m in models]})
 
 
 def _chosen(models: list[str], wanted: str, pages: Path) -> list[str]:
@@ -151,9 +90,6 @@ def _chosen(models: list[str], wanted: str, pages: Path) -> list[str]:
 
 def cmd_judge(args: argparse.Namespace) -> int:
     """Judge every (task, model) page; a missing page scores 0 (default) or is left out (official)."""
-    for name in ("pages_at_once", "judge_calls"):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
     tasks, _source, skipped = load_run_tasks(_config(args, []))
     if not args.pages.is_dir():
         raise UserError(f"{args.pages} is not a folder")
@@ -187,7 +123,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     results = read_evaluations(layout, [t.id for t in engine.tasks], slugs)
     for r in results:
         print(f"task {r.task_id} {r.model}: {r.success_step}/{r.total_step} actions")
-    print_judge_summary(results, models, EvalProtocol(args.protocol), config.official_code)
+    print_judge_summary(results, models, config.protocol, config.official_code)
     if skipped:
         print(skipped_line(len(skipped)))
     return session_end(outcome, "judge", args.out)

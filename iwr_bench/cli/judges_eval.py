@@ -25,6 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from iwr_bench.cli._common import add_accept_changed, drive, session_end
+from iwr_bench.cli.options import add_judge_calls, add_pages_at_once, defaults
 from iwr_bench.errors import UserError
 from iwr_bench.lab import LabConfig, finish, prepare, report_run
 from iwr_bench.report.judge_eval import LabReport
@@ -73,16 +74,14 @@ def add_eval(judges_sub: Any) -> None:
     )
     p.add_argument("--no-references", action="store_true", help="leave out the tasks' reference pages")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="judge every page N times per design")
+    add_pages_at_once(p, "--jobs")
     p.add_argument(
-        "--pages-at-once",
-        "--jobs",
-        type=int,
-        default=2,
-        metavar="N",
-        help="browser pages at once (default 2)",
+        "--case-timeout",
+        type=float,
+        metavar="S",
+        help=f"one replay's limit (default {defaults().limits.judge_timeout_s:g} s, a run's)",
     )
-    p.add_argument("--case-timeout", type=float, default=900.0, metavar="S", help="one replay's limit (s)")
-    p.add_argument("--judge-calls", type=int, default=4, metavar="N", help="judge-model requests at once")
+    add_judge_calls(p)
     p.add_argument(
         "--no-judge-cache", action="store_true", help="do not reuse judge-model answers across runs"
     )
@@ -160,21 +159,25 @@ def _print(report: LabReport) -> None:
 
 
 def config_from(args: argparse.Namespace) -> LabConfig:
-    """The :class:`LabConfig` of the command's options."""
-    if args.repeat < 1 or args.pages_at_once < 1 or args.judge_calls < 1:
+    """The :class:`LabConfig` of the command's options (the limits not given: those of a run)."""
+    limits = defaults().limits
+    pages = limits.browser_pages if args.pages_at_once is None else args.pages_at_once
+    judge_calls = limits.judge_calls if args.judge_calls is None else args.judge_calls
+    if args.repeat < 1 or pages < 1 or judge_calls < 1:
         raise UserError("--repeat, --pages-at-once and --judge-calls take a number of at least 1")
     if args.resamples < 100 or args.seed < 0:
         raise UserError("--resamples takes a number of at least 100, --seed one of at least 0")
+    given = {"case_timeout_s": args.case_timeout} if args.case_timeout is not None else {}
     return LabConfig(
+        **given,
         tasks=args.tasks,
         only=args.only,
         cases=args.cases,
         references=not args.no_references,
         labels=args.labels,
         repeat=args.repeat,
-        pages_at_once=args.pages_at_once,
-        case_timeout_s=args.case_timeout,
-        judge_calls=args.judge_calls,
+        pages_at_once=pages,
+        judge_calls=judge_calls,
         judge_cache=not args.no_judge_cache,
         backend=args.backend,
         ray_address=args.ray_address,

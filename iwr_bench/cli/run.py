@@ -10,9 +10,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.cli._common import OFFICIAL_CODE_HELP, Subparsers, add_accept_changed, add_skip_invalid, drive
+from iwr_bench.cli._common import Subparsers, add_accept_changed, add_skip_invalid, drive
+from iwr_bench.cli.options import (
+    add_budget_option,
+    add_judge_options,
+    add_limit_options,
+    add_metric_options,
+    add_plugin_option,
+    add_protocol_options,
+    apply_options,
+    check_options,
+    defaults,
+    model_entries,
+)
 from iwr_bench.cli.signals import exit_zero_on_stop, terminate_as_interrupt
-from iwr_bench.engine.config import RunConfig, load_run_config, parse_only, parse_run_config, plugin_refs
+from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.engine.store import STORE_NAME, RunStore
@@ -36,43 +48,22 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a stopped run")
     p.add_argument("--retry-failed", action="store_true", help="on resume, also redo jobs that failed")
     add_accept_changed(p)
-    p.add_argument(
-        "--plugin",
-        action="append",
-        metavar="MODULE_OR_FILE",
-        help="import this module or .py file first (it registers designs); repeatable",
+    add_plugin_option(p)
+    add_judge_options(p)
+    add_limit_options(p)
+    add_metric_options(p)
+    add_budget_option(p)
+    add_protocol_options(
+        p,
+        protocol_help="evaluation protocol: this project's (default) or the official scripts' rules",
+        prompt_file=True,
+        settle=True,
     )
-    p.add_argument("--grounder", help="grounder: heuristic (default), llm, or any from `iwr judges list`")
-    p.add_argument("--assertions", help="assertion judge: heuristic (default), llm, or any listed")
-    p.add_argument("--judge-model", help="model of the llm grounder / assertion judge")
-    p.add_argument(
-        "--rubric", metavar="MODEL", help="rubric (HVS) judge model; without it HVS is unavailable"
-    )
-    p.add_argument("--judge-base-url", help="OpenAI-compatible server of the judge model(s)")
-    p.add_argument("--judge-api-key-env", help="environment variable with the judge model's key")
-    p.add_argument("--votes", type=int, help="k-vote majority of the llm assertion judge")
-    p.add_argument("--judge-error-policy", choices=["pass", "fail"])
-    p.add_argument("--undetermined-policy", choices=["pass", "fail"])
-    p.add_argument("--pages-at-once", type=int, metavar="N", help="browser pages at once (default 2)")
-    p.add_argument("--metric-workers", type=int, metavar="N", help="metric batches at once (default 1)")
-    p.add_argument("--judge-calls", type=int, metavar="N", help="judge-model requests at once (default 4)")
-    p.add_argument("--model-calls", type=int, metavar="N", help="generation requests at once per provider")
-    p.add_argument("--dino", help="DINOv2 hub id or local folder")
-    p.add_argument("--no-metric-cache", action="store_true", help="do not reuse metric values across runs")
-    p.add_argument(
-        "--no-judge-cache", action="store_true", help="do not reuse judge-model answers across runs"
-    )
-    p.add_argument("--budget", type=float, metavar="USD", help="stop new paid generation calls past this")
-    p.add_argument(
-        "--protocol",
-        choices=["default", "official"],
-        help="evaluation protocol: this project's (default) or the official scripts' rules",
-    )
-    p.add_argument("--prompt-file", metavar="PATH", help="generation instructions from this file")
-    p.add_argument("--official-code", metavar="DIR", help=OFFICIAL_CODE_HELP)
     add_skip_invalid(p)
     p.add_argument(
-        "--backend", choices=["in-process", "ray"], help="where replay and metrics run (default in-process)"
+        "--backend",
+        choices=["in-process", "ray"],
+        help=f"where replay and metrics run (default {defaults().backend.kind})",
     )
     p.add_argument("--address", metavar="HOST:PORT", help="with --backend ray: join this Ray cluster")
     p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
@@ -82,78 +73,20 @@ def register(sub: Subparsers) -> None:
     p.set_defaults(func=cmd_run)
 
 
-def _positive(name: str, value: int | None) -> None:
-    if value is not None and value < 1:
-        raise UserError(f"{name} must be at least 1")
-
-
 def build_config(args: argparse.Namespace) -> RunConfig:
     """The run config: the run file (if any), then the command-line options over it.
 
     Raises:
         UserError: a bad run file or option.
     """
-    for name in ("pages_at_once", "metric_workers", "judge_calls", "model_calls", "votes"):
-        _positive("--" + name.replace("_", "-"), getattr(args, name))
+    check_options(args)
     base = load_run_config(args.config) if args.config else RunConfig()
     data: dict[str, Any] = base.model_dump(mode="json")
     # A model keeps only the settings its table gave: the official preset fills the others.
     data["models"] = [m.model_dump(mode="json", exclude_unset=True) for m in base.models]
-    if args.tasks:
-        data["tasks"] = args.tasks
-    if args.only is not None:
-        data["only"] = parse_only(args.only)
     if args.model:
-        known = {m.name: m for m in base.models}
-        data["models"] = [
-            known[n].model_dump(mode="json", exclude_unset=True) if n in known else {"name": n}
-            for n in dict.fromkeys(args.model)
-        ]
-    judge = data["judge"]
-    for opt, key in (
-        ("grounder", "grounder"),
-        ("assertions", "assertions"),
-        ("judge_model", "model"),
-        ("rubric", "rubric"),
-        ("judge_base_url", "base_url"),
-        ("judge_api_key_env", "api_key_env"),
-        ("votes", "votes"),
-        ("judge_error_policy", "judge_error_policy"),
-        ("undetermined_policy", "undetermined_policy"),
-    ):
-        value = getattr(args, opt)
-        if value is not None and not (isinstance(judge[key], dict) and judge[key].get("name") == value):
-            judge[key] = value  # a role named again on the command line keeps its run-file options
-    limits = data["limits"]
-    for opt, key in (
-        ("pages_at_once", "browser_pages"),
-        ("metric_workers", "metric_workers"),
-        ("judge_calls", "judge_calls"),
-        ("model_calls", "model_calls"),
-    ):
-        if getattr(args, opt) is not None:
-            limits[key] = getattr(args, opt)
-    if args.dino:
-        data["metrics"]["dino"] = args.dino
-    if args.no_metric_cache:
-        data["metrics"]["cache"] = False
-    if args.no_judge_cache:
-        judge["cache"] = False
-    if args.protocol:
-        data["protocol"] = args.protocol
-    if args.prompt_file:
-        data["prompt_file"] = args.prompt_file
-    if args.official_code:
-        data["official_code"] = str(Path(args.official_code).expanduser().resolve())
-    if args.skip_invalid:
-        data["skip_invalid"] = True
-    if args.plugin:
-        extra = plugin_refs(args.plugin, Path.cwd())
-        data["plugins"] = [*data["plugins"], *(r for r in extra if r not in data["plugins"])]
-    if args.budget is not None:
-        if args.budget < 0:
-            raise UserError("--budget must not be negative")
-        data["budget_usd"] = args.budget
+        data["models"] = model_entries(args.model, base.models)
+    data = apply_options(args, data)
     data["backend"] = _backend(args, data["backend"])
     return parse_run_config(data, str(args.config) if args.config else "options")
 

@@ -15,6 +15,7 @@ from typing import Annotated, Literal, Protocol
 from pydantic import BaseModel, Field, TypeAdapter
 
 from iwr_bench.agents import events as agent
+from iwr_bench.scoring.formulas import Scores
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,8 @@ class JobFinished(_Event):
     """Failure class, when failed."""
     message: str = ""
     """Details of the failure."""
-    scores: dict[str, float | None] | None = None
-    """For judging: ifs, lvs, hvs, vfs, final (0-1) and steps."""
+    scores: Scores | None = None
+    """For judging: the page's scores (0-1) and steps."""
     cost_usd: float = 0.0
     """Money paid by this job in this session."""
     seconds: float = 0.0

@@ -32,6 +32,7 @@ from iwr_bench.engine.events import (
 from iwr_bench.engine.records import FINISHED, INFRA_FAILURES, FailureClass, JobStatus, ScoreRow
 from iwr_bench.engine.store import JobRow, RunFolderError, RunStore, folder_error, job_id
 from iwr_bench.scoring.evaluation import Evaluation
+from iwr_bench.scoring.formulas import Scores
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class JobHandle:
         failure: str | None = None,
         message: str = "",
         cost_usd: float = 0.0,
-        scores: dict[str, float | None] | None = None,
+        scores: Scores | None = None,
         shown_failure: str | None = None,
     ) -> None:
         """Record the job's end in the store, then publish its failure (if any) and its end."""
@@ -153,7 +154,7 @@ class Recorder:
                 model=model,
                 status="skipped",
                 failure=failure,
-                scores=row.as_event() if row else None,
+                scores=row.as_scores() if row else None,
             )
         )
 
@@ -221,26 +222,19 @@ class Recorder:
         infra: str | None = FailureClass.generation_error if gen_failed else None
         if infra is None and model_failure in INFRA_FAILURES:
             infra = model_failure
+        scores = ev.as_scores()
         row = ScoreRow(
+            **scores.model_dump(),
             job=handle.id,
             task_id=ev.task_id,
             model=handle.model,
-            total_steps=ev.total_step,
-            success_steps=ev.success_step,
-            ifs=ev.ifs,
-            lvs=ev.lvs,
-            hvs=ev.hvs,
-            vfs=ev.vfs,
-            final=ev.final,
-            lvs_only=ev.lvs_only,
             failure=model_failure,
             eval_path=f"{rel}/eval.json",
         )
         self.store.put_score(row)
-        scores = row.as_event()
         handle.finish(
             JobStatus.failed if infra else JobStatus.done,
-            {"eval": row.eval_path, **scores, "failure": model_failure},
+            {"eval": row.eval_path, **scores.model_dump(), "failure": model_failure},
             failure=infra,
             message=replay.message or (failing.message if failing else ""),
             scores=scores,

@@ -87,11 +87,10 @@ class ProgressState:
                 p.cost_usd += event.cost_usd
             else:
                 p.judged += 1
-                scores = event.scores or {}
-                for name, values in (("ifs", p.ifs), ("vfs", p.vfs), ("final", p.final)):
-                    value = scores.get(name)
-                    if value is not None:
-                        values.append(value)
+                if event.scores is not None:
+                    p.ifs.append(event.scores.ifs)
+                    p.vfs.append(event.scores.vfs)
+                    p.final.append(event.scores.final)
         elif isinstance(event, JudgeCallStarted | JudgeDelta | JudgeRetry | JudgeToolCall):
             self.calls[f"{event.job}/{event.call}"] = time.monotonic()
         elif isinstance(event, JudgeAnswer):
@@ -261,12 +260,9 @@ class PlainProgress:
             p = self.state.models.get(event.model, ModelProgress())
             what = "generated" if event.stage == "gen" else "judged"
             line = f"[{event.model}] task {event.task_id} {what}"
-            if event.stage == "judge" and event.scores:
+            if event.stage == "judge" and event.scores is not None:
                 s = event.scores
-                line += (
-                    f": {int(s.get('success_steps') or 0)}/{int(s.get('total_steps') or 0)} actions, "
-                    f"Final {100 * (s.get('final') or 0):.1f}"
-                )
+                line += f": {s.success_steps}/{s.total_steps} actions, Final {100 * s.final:.1f}"
             if event.failure:
                 line += f" ({event.failure})"
             line += f"  [{p.judged}/{p.total} judged]"

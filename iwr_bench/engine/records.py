@@ -15,6 +15,8 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from iwr_bench.scoring.formulas import Scores
+
 
 class JobStatus(StrEnum):
     """Where a job stands."""
@@ -74,39 +76,12 @@ INFRA_FAILURES = frozenset(
 """Failure classes that are not the model's mistake (counted apart in summaries)."""
 
 
-class Scores(BaseModel):
-    """The numbers of one judged (task, model) pair (fractions 0-1)."""
-
-    total_steps: int
-    """Number of actions."""
-    success_steps: int
-    """Length of the successful prefix."""
-    ifs: float
-    """Interaction fidelity."""
-    lvs: float
-    """Mean low-level visual score over the counted pairs."""
-    hvs: float | None
-    """Mean rubric score, None when no rubric judge ran."""
-    vfs: float
-    """Visual fidelity."""
-    final: float
-    """0.7 IFS + 0.3 VFS."""
-
-    def as_event(self) -> dict[str, float | None]:
-        """The scores as a job-finished event carries them (steps as numbers)."""
-        return {
-            "ifs": self.ifs,
-            "lvs": self.lvs,
-            "hvs": self.hvs,
-            "vfs": self.vfs,
-            "final": self.final,
-            "success_steps": float(self.success_steps),
-            "total_steps": float(self.total_steps),
-        }
-
-
 class ScoreRow(Scores):
     """One row of the store's ``scores`` table: a judged job's scores and where its eval.json is."""
+
+    def as_scores(self) -> Scores:
+        """The scores alone (what the job's end event carries)."""
+        return Scores.model_validate(self.model_dump(include=set(Scores.model_fields)))
 
     job: str
     """Judging job id (``judge/<task>/<model>``)."""
@@ -114,8 +89,6 @@ class ScoreRow(Scores):
     """Task id."""
     model: str
     """Model (results-folder slug)."""
-    lvs_only: bool
-    """No rubric judge ran: VFS is LVS alone."""
     failure: str | None
     """The replay's failure class (a model mistake or an infrastructure failure), if any."""
     eval_path: str

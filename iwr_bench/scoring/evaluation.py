@@ -23,7 +23,7 @@ from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.hashing import as_image
 from iwr_bench.metrics.pair import PairMetric
 from iwr_bench.protocol import EvalProtocol
-from iwr_bench.scoring.formulas import PairScore, TaskScore
+from iwr_bench.scoring.formulas import PairScore, Scores, ScoreValues, TaskScore
 from iwr_bench.scoring.official import assertion_entry, counted_pairs, hvs_as_zero, official_pair_states
 
 EVAL_VERSION = 2
@@ -42,7 +42,7 @@ class VisualMetrics(BaseModel):
     """Rubric judge (a :class:`~iwr_bench.agents.judge.rubric.RubricJudge`) giving HVS; None: unavailable."""
 
 
-class Evaluation(BaseModel):
+class Evaluation(ScoreValues):
     """Everything judged about one (task, model) page; written as eval.json.
 
     A strict superset of the official ``eval.json`` (protocol.md section 6): the official fields
@@ -52,7 +52,9 @@ class Evaluation(BaseModel):
 
     Without a rubric judge, ``all_mllm_scores`` and ``all_mllm_res`` are empty and ``mllm_score``
     is 0, the representation under which the official aggregation runs (it then counts HVS as 0);
-    ``hvs_available`` is false, and our own ``hvs`` is None.
+    ``hvs_available`` is false, and our own ``hvs`` is None. Our five scores (0-1, the fields of
+    :class:`~iwr_bench.scoring.formulas.ScoreValues`) come first in the file; under the official
+    protocol a page without HVS has VFS 0.5 LVS (HVS counted as 0), as the official tables do.
     """
 
     version: int = EVAL_VERSION
@@ -102,18 +104,6 @@ class Evaluation(BaseModel):
     """Ours: pairs that enter the scores (official: the first ``success_step + 1``; default: all)."""
     hvs_available: bool = False
     """Ours: a rubric judge scored the pairs (False: ``all_mllm_scores`` is empty, HVS is missing)."""
-    ifs: float
-    """Interaction fidelity (0-1)."""
-    lvs: float
-    """Mean LVS over the counted pairs (0-1)."""
-    hvs: float | None
-    """Mean HVS (0-1), None when unavailable."""
-    vfs: float
-    """Visual fidelity (0-1): without HVS, LVS alone (default) or 0.5 LVS (official, HVS counted 0)."""
-    final: float
-    """0.7 IFS + 0.3 VFS (0-1)."""
-    lvs_only: bool
-    """No rubric judge ran: VFS is not paper-comparable."""
     backends: list[Backend]
     """Metric backends behind the numbers."""
     rubric_judge: str | None = None
@@ -142,6 +132,14 @@ class Evaluation(BaseModel):
         if self.protocol == EvalProtocol.official:
             return list(range(len(self.scored_steps)))
         return list(self.scored_steps)
+
+    def as_scores(self) -> Scores:
+        """The page's five scores and steps as one record (the store's row, the job's end event)."""
+        return Scores(
+            **self.model_dump(include=set(ScoreValues.model_fields)),
+            total_steps=self.total_step,
+            success_steps=self.success_step,
+        )
 
     @property
     def score(self) -> TaskScore:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from statistics import fmean
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 IFS_WEIGHT = 0.7
 VFS_WEIGHT = 0.3
@@ -38,6 +39,42 @@ def vfs_from(lvs_value: float, hvs_value: float) -> float:
 def final_from(ifs_value: float, vfs_value: float) -> float:
     """Final = 0.7 IFS + 0.3 VFS."""
     return IFS_WEIGHT * ifs_value + VFS_WEIGHT * vfs_value
+
+
+class ScoreValues(BaseModel):
+    """The five scores, declared once: one page's (:class:`Scores`, an evaluation, a store row, a
+    job's end event: fractions 0-1) or their means over pages (:class:`Summary`: x100)."""
+
+    ifs: float
+    """Interaction fidelity: the successful prefix over the actions."""
+    lvs: float
+    """Low-level visual score: mean of (OCR + DINO) / 2 over the counted pairs (0 without pairs)."""
+    hvs: float | None
+    """High-level visual score: the rubric judge's mean, None when no rubric judge ran."""
+    vfs: float
+    """Visual fidelity: 0.5 LVS + 0.5 HVS per pair, or LVS alone when ``lvs_only``."""
+    final: float
+    """0.7 IFS + 0.3 VFS."""
+    lvs_only: bool
+    """No rubric judge ran: VFS (and so Final) is LVS alone, not comparable with the paper."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_records(cls, data: Any) -> Any:
+        """A job's end event stored before it carried ``lvs_only``: no HVS means LVS alone."""
+        if isinstance(data, dict) and "lvs_only" not in data and "ifs" in data:
+            return {**data, "lvs_only": data.get("hvs") is None}  # pyright: ignore[reportUnknownMemberType]
+        return data  # pyright: ignore[reportUnknownVariableType]
+
+
+class Scores(ScoreValues):
+    """One judged (task, model) page's scores (fractions 0-1) and its steps: what the store's row,
+    the job's end event and the terminal UI carry."""
+
+    total_steps: int
+    """Number of actions."""
+    success_steps: int
+    """Length of the successful prefix."""
 
 
 class PairScore(BaseModel):
@@ -110,26 +147,28 @@ class TaskScore(BaseModel):
         """0.7 IFS + 0.3 VFS."""
         return final_from(self.ifs, self.vfs)
 
+    def as_scores(self) -> Scores:
+        """The page's scores as one record."""
+        return Scores(
+            ifs=self.ifs,
+            lvs=self.lvs,
+            hvs=self.hvs,
+            vfs=self.vfs,
+            final=self.final,
+            lvs_only=self.lvs_only,
+            total_steps=self.total_steps,
+            success_steps=self.success_steps,
+        )
 
-class Summary(BaseModel):
-    """Benchmark numbers over tasks, x100 (the published table's columns plus ours)."""
+
+class Summary(ScoreValues):
+    """Benchmark numbers over tasks: each score's mean over pages x100 (IFS the macro mean), the
+    published table's columns plus ours."""
 
     tasks: int
     """Tasks counted (including those with no page, scored 0)."""
-    ifs: float
-    """Macro IFS: mean over tasks of per-task IFS."""
     ifs_micro: float
     """Micro IFS: successful actions over all actions."""
-    lvs: float
-    """Mean LVS."""
-    hvs: float | None
-    """Mean HVS, None when no rubric judge ran."""
-    vfs: float
-    """Mean VFS (LVS alone when ``lvs_only``)."""
-    final: float
-    """Mean Final."""
-    lvs_only: bool
-    """VFS and Final use LVS alone: not comparable with the paper."""
 
 
 def summarise(scores: Sequence[TaskScore]) -> Summary:

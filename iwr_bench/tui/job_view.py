@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from iwr_bench.agents.events import PROSE_FIELDS, prose_of
+from iwr_bench.scoring.formulas import Scores
 
 STREAM_CHARS = 4000
 """Characters of one judge call's streamed prose kept (the most recent)."""
@@ -173,7 +174,8 @@ class JobView:
     """Actions started so far."""
     total: int = 0
     """Actions of the task (known once replay starts)."""
-    scores: dict[str, float | None] = field(default_factory=dict[str, float | None])
+    scores: Scores | None = None
+    """The page's scores, once judged."""
     failure: str | None = None
     message: str = ""
     cost_usd: float = 0.0

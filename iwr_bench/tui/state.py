@@ -305,12 +305,11 @@ class RunState:
         model.judged += 1
         if event.status != "skipped":
             self.judged_times.append(event.time)
-        if event.scores:
-            view.scores = dict(event.scores)
-            total = event.scores.get("total_steps")
-            view.total = int(total) if total else view.total
+        if event.scores is not None:
+            view.scores = event.scores
+            view.total = event.scores.total_steps or view.total
             for name in ("ifs", "lvs", "hvs", "vfs", "final"):
-                value = event.scores.get(name)
+                value = getattr(event.scores, name)
                 if value is not None:
                     model.scores.setdefault(name, []).append(value)
         failure = event.failure or _failed_action(view)

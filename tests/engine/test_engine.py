@@ -23,6 +23,7 @@ from iwr_bench.engine.config import parse_run_config
 from iwr_bench.engine.events import JobFinished, LimitOccupancy, parse_event
 from iwr_bench.engine.run import Engine, run_summary
 from iwr_bench.engine.store import RunStore
+from iwr_bench.scoring.formulas import Scores
 
 pytestmark = [pytest.mark.browser, pytest.mark.anyio]
 
@@ -300,6 +301,13 @@ def test_resume_needs_a_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_event_round_trip() -> None:
     """Events serialise and parse back to the same typed object."""
     event = JobFinished(
-        job="judge/1/m", stage="judge", task_id=1, model="m", status="done", scores={"ifs": 1.0}
+        job="judge/1/m",
+        stage="judge",
+        task_id=1,
+        model="m",
+        status="done",
+        scores=Scores(
+            ifs=1.0, lvs=0.5, hvs=None, vfs=0.5, final=0.85, lvs_only=True, total_steps=2, success_steps=2
+        ),
     )
     assert parse_event(event.model_dump_json()) == event

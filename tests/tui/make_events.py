@@ -31,6 +31,7 @@ from iwr_bench.engine.events import (
     RunStarted,
 )
 from iwr_bench.engine.store import RunStore
+from iwr_bench.scoring.formulas import Scores
 
 DATA = Path(__file__).with_name("data")
 START = 1_767_225_600.0  # 2026-01-01 00:00 UTC
@@ -111,7 +112,10 @@ def judged_job(task_id: int, model: str, acts: list[Act], design: str = "") -> l
                 )
             )
     done = sum(a.status == "ok" for a in acts)
-    scores: dict[str, float | None] = {"ifs": done / len(acts), "final": done / len(acts)}
+    scores = Scores(
+        ifs=done / len(acts), lvs=0.0, hvs=None, vfs=0.0, final=done / len(acts), lvs_only=True,
+        total_steps=len(acts), success_steps=done,
+    )  # fmt: skip
     events.append(
         JobFinished(job=job, stage="judge", task_id=task_id, model=model, status="done", scores=scores)
     )

@@ -27,10 +27,18 @@ from iwr_bench.engine.follow import StoreFollower
 from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.run import Engine, run_summary
 from iwr_bench.engine.store import RunStore
+from iwr_bench.scoring.formulas import Scores
 from iwr_bench.tui.app import ConfirmStop, RunApp
 from iwr_bench.tui.state import JobView, RunState
 
 anyio_mark = pytest.mark.anyio
+
+
+def _scores(ifs: float, final: float, vfs: float = 0.0) -> Scores:
+    """A judged page's scores (the steps and LVS made up)."""
+    return Scores(
+        ifs=ifs, lvs=vfs, hvs=None, vfs=vfs, final=final, lvs_only=True, total_steps=10, success_steps=5
+    )
 
 
 def _text(app: RunApp, selector: str) -> str:
@@ -85,7 +93,7 @@ def test_state_is_bounded_and_counts_resumed_jobs_once() -> None:
                 task_id=7,
                 model="m",
                 status=kind,  # type: ignore[arg-type]
-                scores={"ifs": 0.5, "final": 0.4},
+                scores=_scores(ifs=0.5, final=0.4),
                 seq=seq,
             )
         )
@@ -295,7 +303,7 @@ async def test_thousands_of_jobs_stay_responsive() -> None:
                 task_id=i,
                 model=model,
                 status="done",
-                scores={"ifs": (i % 10) / 10, "vfs": 0.5, "final": 0.3},
+                scores=_scores(ifs=(i % 10) / 10, vfs=0.5, final=0.3),
                 seq=2 + i,
             )
         )
@@ -309,7 +317,7 @@ async def test_thousands_of_jobs_stay_responsive() -> None:
         await pilot.press("slash", *"done", "enter")
         assert jobs.row_count == 1000
         more = JobFinished(
-            job="judge/1400/a", stage="judge", task_id=1400, model="a", status="done", scores={}, seq=5000
+            job="judge/1400/a", stage="judge", task_id=1400, model="a", status="done", scores=None, seq=5000
         )
         app.feed([more])
         app.redraw()

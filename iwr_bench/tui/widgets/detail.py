@@ -29,10 +29,11 @@ ACTION = Binding.Group("Action")
 
 def _head(job: JobView, following_active: bool) -> Text:
     follow = "  (following the active job; open one from Jobs)" if following_active else ""
-    scores = "  ".join(
-        f"{name.upper()} {pct(None if job.scores.get(name) is None else 100 * (job.scores[name] or 0))}"
-        for name in ("ifs", "vfs", "final")
-        if name in job.scores
+    got = job.scores
+    scores = (
+        ""
+        if got is None
+        else f"IFS {pct(100 * got.ifs)}  VFS {pct(100 * got.vfs)}  FINAL {pct(100 * got.final)}"
     )
     step = f"step {job.step}/{job.total or '?'}"
     failure = f"  failure: {job.failure}" if job.failure else ""

@@ -27,7 +27,7 @@ COLUMNS = (
 def job_cells(job: JobView) -> tuple[str, ...]:
     """A job's row."""
     step = f"{job.step}/{job.total}" if job.total else (str(job.step) if job.step else "-")
-    ifs, final = job.scores.get("ifs"), job.scores.get("final")
+    ifs, final = (job.scores.ifs, job.scores.final) if job.scores else (None, None)
     return (
         str(job.task_id),
         f"{job.model} · {job.design}" if job.design else job.model,
