@@ -85,6 +85,8 @@ class ThreadedMetric:
 class CachedMetric:
     """Reuses values for pairs whose pixels were seen before (identical screenshots are common).
 
+    Digests, look-ups and the store's writes run on worker threads (hashing full-resolution pixels
+    and SQLite would otherwise hold the event loop that drives the browsers and the terminal UI).
     A pair whose two images are pixel-identical scores 1.0 without running the inner metric:
     identical inputs give identical outputs (the same OCR text, a cosine of 1). So does a pair that
     differs only by raster noise, within ``bound`` (default
@@ -129,9 +131,9 @@ class CachedMetric:
         todo = {k: p for k, p in zip(keys, pairs, strict=True) if k not in self._values}
         self.hits += len(pairs) - len(todo)
         if todo:
-            for key, value in zip(todo, await self.inner(list(todo.values())), strict=True):
-                self._values[key] = value
-                self._put(self._pair_ns(), key, value)
+            computed = dict(zip(todo, await self.inner(list(todo.values())), strict=True))
+            self._values.update(computed)
+            await anyio.to_thread.run_sync(self._put_all, computed)  # SQLite, off the event loop
         return [self._values[k] for k in keys]
 
     def _pair_ns(self) -> str:
@@ -143,6 +145,10 @@ class CachedMetric:
     def _put(self, ns: str, key: PairKey, value: float) -> None:
         if self.store is not None:
             self.store.put(ns, f"{key[0]}:{key[1]}", value)
+
+    def _put_all(self, values: dict[PairKey, float]) -> None:
+        for key, value in values.items():
+            self._put(self._pair_ns(), key, value)
 
     def _stored(self, ns: str, key: PairKey) -> float | None:
         known = self.store.get(ns, f"{key[0]}:{key[1]}") if self.store is not None else None

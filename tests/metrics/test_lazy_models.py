@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,32 @@ def test_models_take_every_core_once_the_browsers_are_done(monkeypatch: pytest.M
         monkeypatch.delenv("IWR_METRIC_THREADS", raising=False)
         models.browsers_done(False)
         models.sync_threads()
+
+
+class _ThreadNoting(MetricCache):
+    """The real store, noting the thread of every read and write."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.threads: set[int] = set()
+
+    def get(self, ns: str, key: str) -> object | None:
+        self.threads.add(threading.get_ident())
+        return super().get(ns, key)
+
+    def put(self, ns: str, key: str, value: object) -> None:
+        self.threads.add(threading.get_ident())
+        super().put(ns, key, value)
+
+
+async def test_the_cache_is_read_and_written_off_the_event_loop(
+    images: dict[str, Image.Image], tmp_path: Path
+) -> None:
+    """Hashing pixels and SQLite would hold the loop that drives the browsers and the TUI."""
+    store = _ThreadNoting(tmp_path / "metrics.sqlite")
+    inner, _ = create("metric", "phash")
+    metric = CachedMetric(inner, store)
+    pairs = [(images["a"], images["b"]), (images["a"], images["a2"]), (images["b"], images["blank"])]
+    first = await metric(pairs)
+    assert await CachedMetric(inner, store)(pairs) == first  # the second one reads them back
+    assert store.threads and threading.get_ident() not in store.threads
