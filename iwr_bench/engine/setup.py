@@ -17,19 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from iwr_bench.agents.generation import (
-    AgentCaller,
     Budget,
-    BudgetedCaller,
-    CachingCaller,
     Generator,
     LVLMGenerator,
     ModelConfig,
     ResponseCache,
-    RetryingCaller,
-    RetryPolicy,
-    build_model,
+    build_generator,
 )
-from iwr_bench.agents.generation.calls import Caller
 from iwr_bench.agents.generation.official import describe, for_protocol
 from iwr_bench.agents.generation.prompt import PromptFile
 from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
@@ -186,23 +180,15 @@ class GeneratorFactory:
             extra = {"asset_base": self.asset_base} if design[0] == "oracle" and self.asset_base else {}
             generator, _ = build("generator", design[0], {**design[1], **extra})
             return generator
-        protocol = self.cfg.protocol
-        m, preset = for_protocol(m, protocol)
-        model = self.overrides.get(m.slug) or build_model(m, official=protocol is EvalProtocol.official)
         limit = self.limits.provider(provider_of(m))
-        policy = RetryPolicy(retries=m.retries, attempt_timeout=m.timeout * 1.5 + 5)
-        # The budget is checked inside the provider's slot, when the request is about to go out.
-        budgeted = BudgetedCaller(AgentCaller(model, price=m.price), self.budget)
-        caller: Caller = RetryingCaller(LimitedCaller(budgeted, limit), policy)
-        if self.cache_dir is not None:
-            caller = CachingCaller(caller, ResponseCache(self.cache_dir))
-        return LVLMGenerator(
+        return build_generator(  # the one caller stack (agents/generation/lvlm.py: build_caller)
             m,
-            caller,
-            model=model,
+            cache=ResponseCache(self.cache_dir) if self.cache_dir is not None else None,
+            budget=self.budget,
+            slot=lambda inner: LimitedCaller(inner, limit),
+            model=self.overrides.get(m.slug),
             asset_base=self.asset_base,
-            protocol=protocol,
-            preset=preset,
+            protocol=self.cfg.protocol,
             prompt=self.prompt,
         )
 

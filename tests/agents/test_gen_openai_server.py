@@ -165,3 +165,41 @@ async def test_budget_cap_stops_new_calls(fake: FakeOpenAI, tasks_root: Path) ->
     assert len(fake.requests) == 2
     assert budget.spent_usd == pytest.approx(0.015) and budget.refused == 1
     assert results[0].usage.cost_source == "override"
+
+
+def _stack(gen: LVLMGenerator) -> list[str]:
+    """The caller layers of a generator, outermost first."""
+    layers: list[str] = []
+    caller: object = gen.caller
+    while caller is not None:
+        layers.append(type(caller).__name__)
+        caller = getattr(caller, "inner", None)
+    return layers
+
+
+def test_the_engine_and_the_registered_design_build_one_caller_stack(tmp_path: Path) -> None:
+    """A run's generator and the registered ``lvlm`` design: the same layers in the same order (the
+    run adds the provider's slot between the retries and the budget)."""
+    from iwr_bench.engine.config import parse_run_config
+    from iwr_bench.engine.limits import Limits
+    from iwr_bench.engine.setup import GeneratorFactory
+    from iwr_bench.registry import create
+
+    run = parse_run_config({"models": [{"name": "local:gpt-4o", "base_url": "http://127.0.0.1:9"}]}, "test")
+    limits = Limits(
+        browser_pages=1, metric_workers=1, judge_calls=1, provider_calls={}, default_provider_calls=2
+    )
+    engine_gen = GeneratorFactory(run, limits, tmp_path / "cache", {}, None)(run.models[0])
+    assert isinstance(engine_gen, LVLMGenerator)
+    assert _stack(engine_gen) == [
+        "CachingCaller",
+        "RetryingCaller",
+        "LimitedCaller",
+        "BudgetedCaller",
+        "AgentCaller",
+    ]
+    design, _ = create(
+        "generator", "lvlm", model={"name": "local:gpt-4o", "base_url": "http://127.0.0.1:9"},
+        cache_dir=str(tmp_path / "cache"), budget_usd=1.0,
+    )  # fmt: skip
+    assert _stack(design) == ["CachingCaller", "RetryingCaller", "BudgetedCaller", "AgentCaller"]

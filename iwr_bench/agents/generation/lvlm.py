@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -322,12 +323,22 @@ def build_caller(
     cache: ResponseCache | None = None,
     budget: Budget | None = None,
     retry: RetryPolicy | None = None,
+    slot: Callable[[Caller], Caller] | None = None,
 ) -> Caller:
-    """The caller stack for one model: cache -> budget -> retries -> pydantic-ai agent."""
+    """The caller stack for one model, built here only (the engine's generators and the registered
+    ``lvlm`` design alike): cache -> retries -> slot -> budget -> pydantic-ai agent.
+
+    ``slot`` wraps each single request in the provider's limit (the engine gives one): it sits
+    under the retries, so a backoff sleep holds no slot, and over the budget, so the budget is
+    checked when the request is about to go out, not while it waits for a slot.
+    """
     policy = retry or RetryPolicy(retries=config.retries, attempt_timeout=config.timeout * 1.5 + 5)
-    caller: Caller = RetryingCaller(AgentCaller(model, price=config.price), policy)
+    caller: Caller = AgentCaller(model, price=config.price)
     if budget is not None:
         caller = BudgetedCaller(caller, budget)
+    if slot is not None:
+        caller = slot(caller)
+    caller = RetryingCaller(caller, policy)
     if cache is not None:
         caller = CachingCaller(caller, cache)
     return caller
@@ -339,6 +350,7 @@ def build_generator(
     cache: ResponseCache | None = None,
     budget: Budget | None = None,
     retry: RetryPolicy | None = None,
+    slot: Callable[[Caller], Caller] | None = None,
     asset_base: str | None = None,
     model: Model | None = None,
     protocol: EvalProtocol = EvalProtocol.default,
@@ -346,7 +358,8 @@ def build_generator(
 ) -> LVLMGenerator:
     """A ready generator for ``config`` (the engine's entry point).
 
-    ``budget`` may be shared by every model of a run. ``model`` replaces the one ``config``
+    ``budget`` may be shared by every model of a run; ``slot`` is the provider's limit (see
+    :func:`build_caller`). ``model`` replaces the one ``config``
     names (tests pass a ``FunctionModel``). Under ``protocol=official`` the official preset fills
     the settings ``config`` leaves unset. ``asset_base=None``: the page refers to the task's assets
     by a path relative to its folder, resolved when it is written.
@@ -356,7 +369,7 @@ def build_generator(
     """
     config, preset = for_protocol(config, protocol)
     model = model or build_model(config, official=protocol is EvalProtocol.official)
-    caller = build_caller(config, model, cache=cache, budget=budget, retry=retry)
+    caller = build_caller(config, model, cache=cache, budget=budget, retry=retry, slot=slot)
     return LVLMGenerator(
         config, caller, model=model, asset_base=asset_base, protocol=protocol, preset=preset, prompt=prompt
     )
