@@ -23,6 +23,8 @@ how a Scroll or Press is performed and counted), ``generator`` (:class:`Generato
 (:class:`PairMetric`). Capabilities a role's Protocol declares with a default (``wants_screenshot``
 of a grounder, ``text_from_grounder`` and ``unsure_verdict_passes`` of a replay policy) may be left
 out by a design; :func:`capability` reads them.
+A step judge and a replay policy get the page's tools as a :class:`PageToolsProtocol` (a
+:class:`PageTools` in process, a proxy with the same methods on the Ray backend): type them so.
 Factory parameters are the design's options (``[judge.grounder] options = {...}`` in a run file);
 a factory that declares ``judge_model``, ``votes`` or ``retries`` receives the run's judge model
 (a pydantic-ai ``Model`` whose answers the run keeps) and settings.
@@ -79,6 +81,7 @@ from iwr_bench.registry import (
     register,
 )
 from iwr_bench.tools.models import BoundingBox, Element, Observation, TextSnapshot
+from iwr_bench.tools.surface import PageTabProtocol, PageToolsProtocol
 from iwr_bench.tools.tools import PageTools
 
 
@@ -109,7 +112,9 @@ __all__ = [
     "Grounding",
     "GroundingRequest",
     "Observation",
+    "PageTabProtocol",
     "PageTools",
+    "PageToolsProtocol",
     "PairMetric",
     "Performed",
     "ReplayPolicy",

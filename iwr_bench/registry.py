@@ -46,6 +46,21 @@ _MODULE_ORIGINS: dict[str, Origin] = {}
 _LOADED_REFS: dict[str, str] = {}
 _ENTRY_POINTS_SEEN: set[tuple[str, str]] = set()
 
+ROLES: dict[str, tuple[str, ...]] = {
+    "generator": ("name",),
+    "grounder": (),
+    "assertions": (),
+    "rubric": ("name",),
+    "replay": ("name",),
+    "step": ("name",),
+    "metric": ("backend",),
+}
+"""The roles a design can play (a closed set), each with the attributes its factory's product must
+have besides being callable: the members its Protocol requires (``iwr_bench.plugins`` documents
+them; capabilities with a default, such as a grounder's ``wants_screenshot``, are not required).
+:func:`build` checks every product, so a plugin whose factory returns the wrong thing fails at
+start-up in one line naming it, not in the middle of a run."""
+
 BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "generator": ("iwr_bench.agents.generation", "iwr_bench.agents.generation.pages"),
     "grounder": (
@@ -167,8 +182,12 @@ def register(role: str, name: str) -> Callable[[F], F]:
     """Decorator registering ``factory`` as ``name`` for ``role``.
 
     Raises:
-        ValueError: when the name is already taken for that role by another factory.
+        ValueError: an unknown role (:data:`ROLES`), or a name already taken for that role by another
+            factory.
     """
+
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r} (roles: {', '.join(ROLES)})")
 
     def decorate(factory: F) -> F:
         key = (role, name)
@@ -193,10 +212,8 @@ def names(role: str) -> list[str]:
 
 
 def roles() -> list[str]:
-    """Every role with built-in or registered designs, sorted."""
-    for role in BUILTIN_MODULES:
-        _load_builtins(role)
-    return sorted({r for r, _ in _FACTORIES} | set(BUILTIN_MODULES))
+    """Every role (:data:`ROLES`), sorted."""
+    return sorted(ROLES)
 
 
 def factory_of(role: str, name: str) -> Callable[..., Any]:
@@ -243,7 +260,24 @@ def build(
     except (ValidationError, ValueError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(f"bad options for {role} {name!r}: {first}") from exc
+    check_product(role, name, obj)
     return obj, Spec(role=role, name=name, args=opts)
+
+
+def check_product(role: str, name: str, obj: object) -> None:
+    """Refuse a design's product that cannot play its role (see :data:`ROLES`).
+
+    Raises:
+        UserError: one line naming the design, where its code came from, and what it lacks.
+    """
+    lacks = [member for member in ROLES[role] if not hasattr(obj, member)]
+    if not callable(obj):
+        lacks.insert(0, "__call__")
+    if lacks:
+        raise UserError(
+            f"{role} {name!r} ({origin_of(role, name).label()}): its factory returned "
+            f"{type(obj).__name__}, which cannot play the {role} role: it has no {', '.join(lacks)}"
+        )
 
 
 def create(role: str, name: str, **args: Any) -> tuple[Any, Spec]:

@@ -4,13 +4,17 @@ Built on ``MCPServer`` from the ``mcp`` SDK (2.x; the FastMCP API under its new 
 ``fastmcp-slim`` lacks its ``server`` extra (``uncalled_for``, ``cyclopts``, ``jsonref``, ... are
 not installed), while its client side works and drives this server in the tests.
 
+The tools are generated from :data:`~iwr_bench.tools.surface.TOOLS` (the ``type_text`` tool is
+called ``type`` here). Each answers the record its page-tools method returns, with its JSON schema
+as the tool's output schema; ``screenshot`` answers a PNG image.
+
 The page is opened when the server starts (its lifespan) and closed when it stops. Misuse and page
 failures come back to the client as tool errors with a one-line message.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -18,17 +22,17 @@ from mcp.server.mcpserver import Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as McpToolError
 
 from iwr_bench.tools.errors import PageFailure, ToolRetry
-from iwr_bench.tools.models import ActionResult, Observation, PageSpec, PageState, ScrollResult, TextSnapshot
+from iwr_bench.tools.models import PageSpec
 from iwr_bench.tools.pool import PagePool, PoolConfig
-from iwr_bench.tools.tools import Direction, PageTools
+from iwr_bench.tools.surface import TOOLS, PageToolsProtocol, ToolSpec
 
 T = TypeVar("T")
 
 
 class _Holder:
-    tools: PageTools | None = None
+    tools: PageToolsProtocol | None = None
 
-    def get(self) -> PageTools:
+    def get(self) -> PageToolsProtocol:
         if self.tools is None:
             raise McpToolError("the page is not open")
         return self.tools
@@ -41,6 +45,28 @@ async def _call(call: Awaitable[T]) -> T:
         raise McpToolError(str(exc)) from exc
     except PageFailure as exc:
         raise McpToolError(f"page failed ({exc.reason}): {exc}") from exc
+
+
+def mcp_returns(spec: ToolSpec) -> Any:
+    """The return type of ``spec``'s MCP tool: its method's record, or an image for a screenshot."""
+    return Image if spec.result is bytes else spec.result
+
+
+def _bind(page: Callable[[], PageToolsProtocol], spec: ToolSpec) -> Callable[..., Awaitable[Any]]:
+    async def body(**kwargs: Any) -> Any:
+        method: Callable[..., Awaitable[Any]] = getattr(page(), spec.method)
+        result = await _call(method(**kwargs))
+        return Image(data=result, format="png") if isinstance(result, bytes) else result
+
+    return body
+
+
+def add_page_tools(mcp: MCPServer[Any], page: Callable[[], PageToolsProtocol]) -> None:
+    """Add every tool of :data:`~iwr_bench.tools.surface.TOOLS` to ``mcp``, each calling its method
+    on ``page()``: the open page's tools (it raises :class:`McpToolError` while none is open)."""
+    for tool in TOOLS:
+        function = tool.function(_bind(page, tool), mcp_returns(tool))
+        mcp.add_tool(function, name=tool.mcp, description=tool.description)
 
 
 def build_mcp_server(spec: PageSpec, config: PoolConfig | None = None) -> MCPServer[Any]:
@@ -63,52 +89,5 @@ def build_mcp_server(spec: PageSpec, config: PoolConfig | None = None) -> MCPSer
         instructions="Tools over one sandboxed web page. Call observe first; indices change after actions.",
         lifespan=lifespan,
     )
-
-    @mcp.tool()
-    async def observe() -> Observation:
-        """List the page's interactive elements (with indices) and its visible text."""
-        return await _call(holder.get().observe())
-
-    @mcp.tool()
-    async def text_snapshot(max_chars: int = 4000) -> TextSnapshot:
-        """The visible text in reading order, one block per line: "[index] role: text" inside interactive
-        elements (the index click/type/hover take), "role: text" elsewhere; hidden and off-screen text
-        left out, cut at max_chars characters with a note."""
-        return await _call(holder.get().text_snapshot(max_chars))
-
-    @mcp.tool()
-    async def click(index: int) -> ActionResult:
-        """Click the element with this index (from the latest observe)."""
-        return await _call(holder.get().click(index))
-
-    @mcp.tool(name="type")
-    async def type_text(index: int, text: str) -> ActionResult:
-        """Replace the content of the input with this index by typing text."""
-        return await _call(holder.get().type(index, text))
-
-    @mcp.tool()
-    async def press(key: str) -> ActionResult:
-        """Press a key or combination (Enter, Escape, Tab, ArrowDown, Control+a)."""
-        return await _call(holder.get().press(key))
-
-    @mcp.tool()
-    async def scroll(direction: Direction = "down", amount: float | None = None) -> ScrollResult:
-        """Scroll up/down/left/right by amount pixels (half the viewport by default)."""
-        return await _call(holder.get().scroll(direction, amount))
-
-    @mcp.tool()
-    async def hover(index: int) -> ActionResult:
-        """Move the mouse over the element with this index."""
-        return await _call(holder.get().hover(index))
-
-    @mcp.tool()
-    async def screenshot() -> Image:
-        """PNG screenshot of the viewport."""
-        return Image(data=await _call(holder.get().screenshot()), format="png")
-
-    @mcp.tool()
-    async def page_state() -> PageState:
-        """URL, scroll position and what the sandbox recorded (blocked requests, dialogs, popups, errors)."""
-        return await _call(holder.get().page_state())
-
+    add_page_tools(mcp, holder.get)
     return mcp

@@ -1,7 +1,8 @@
 """The browser tools: small typed async functions over one sandboxed tab.
 
 ``observe``, ``visible_text``, ``text_snapshot``, ``click``, ``type``, ``press``, ``scroll``,
-``hover``, ``screenshot`` and ``page_state`` are methods of :class:`PageTools`. Each call runs under
+``hover``, ``screenshot`` and ``page_state`` are methods of :class:`PageTools`, which implements
+:class:`~iwr_bench.tools.surface.PageToolsProtocol` (what judge code calls). Each call runs under
 the page's action timeout: a page that does not answer in time is marked failed (``timeout``) and
 the call raises
 :class:`~iwr_bench.tools.errors.PageFailure`; misuse the agent can fix raises
@@ -31,6 +32,7 @@ from iwr_bench.tools.models import (
     VisibleText,
 )
 from iwr_bench.tools.settle import SettleAfter, settle
+from iwr_bench.tools.surface import Direction
 
 T = TypeVar("T")
 _OFFICIAL_SCROLL = """(() => {
@@ -51,11 +53,10 @@ _OFFICIAL_SCROLL = """(() => {
 })()"""
 """The official scroll: a large scroll container if the page has one, else the window, down by half
 the window's inner height (success is then judged on the window alone)."""
-Direction = Literal["down", "up", "left", "right"]
 
 
 class PageTools:
-    """The tools bound to one open tab."""
+    """The tools bound to one open tab (a :class:`~iwr_bench.tools.surface.PageToolsProtocol`)."""
 
     def __init__(
         self, tab: Tab, settle_config: SettleConfig | None = None, limits: Limits | None = None

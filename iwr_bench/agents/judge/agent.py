@@ -20,7 +20,7 @@ a ``judge_tool_call`` event and a line of the action's ``tool_calls``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,6 +47,7 @@ from iwr_bench.dataset.models import text_to_type
 from iwr_bench.registry import capability, register
 from iwr_bench.tools.errors import ToolRetry
 from iwr_bench.tools.models import ActionResult, Observation, ScrollResult
+from iwr_bench.tools.surface import tool_for, tool_function
 from iwr_bench.tools.toolset import build_toolset
 
 ROLE = "step"
@@ -64,8 +65,15 @@ perform the action (say why). Verdict: "yes" if the page shows the statement hol
 contradicted or the expected change did not happen, "undetermined" only if the page gives no way
 to tell. With no statement to check, answer "yes". Reasoning: short, naming what you saw."""
 
-_INSPECT = frozenset({"observe", "text_snapshot", "screenshot", "hover", "scroll"})
-_ACTION_TOOLS = {"Click": "click", "Type": "type_text", "Press": "press", "Scroll": "scroll"}
+_INSPECT = frozenset(tool_for(m).name for m in ("observe", "text_snapshot", "screenshot", "hover", "scroll"))
+"""The surface's tools the agent looks around with."""
+_ACTION_TOOLS = {
+    kind: tool_for(method).name
+    for kind, method in (("Click", "click"), ("Type", "type"), ("Press", "press"), ("Scroll", "scroll"))
+}
+"""The action tool of each action type, named as the surface's tool that calls the same method."""
+_SNAPSHOT = tool_for("text_snapshot").name
+"""The tool whose result lists ``[index] role: text`` lines (the labels of acted-on elements)."""
 
 
 class StepAnswer(BaseModel):
@@ -143,7 +151,7 @@ async def _record(ctx: RunContext[_Step], events: AsyncIterable[AgentStreamEvent
             result = ("retry: " if retried else "") + _summary(part.content)
             call = step.pending.pop(event.tool_call_id, f"{part.tool_name}()")
             step.calls.append(f"{call} -> {result}")
-            if part.tool_name == "text_snapshot" and isinstance(part.content, str):
+            if part.tool_name == _SNAPSHOT and isinstance(part.content, str):
                 step.labels.update(_labels_from_snapshot(part.content))
             elif isinstance(part.content, Observation):
                 step.labels.update(
@@ -189,40 +197,44 @@ def _action_toolset(step: _Step, text: str | None) -> FunctionToolset[_Step]:
         moved = f", the page moved {outcome.scroll_moved_px:g} px" if outcome.scroll_moved_px else ""
         return f"done: {', '.join(outcome.tool_calls)}{moved}"
 
+    def add(
+        method: str,
+        description: str,
+        params: tuple[str, ...],
+        returns: Any,
+        body: Callable[..., Awaitable[Any]],
+    ) -> None:
+        # the surface's tool that calls ``method``: its name and these of its parameters (the
+        # step's own description, no parameter descriptions)
+        spec = tool_for(method)
+        parameters = [spec.param(name).parameter(described=False) for name in params]
+        function = tool_function(spec.name, description, parameters, returns, body)
+        toolset.add_function(function, takes_ctx=False, name=spec.name)
+
+    async def click(index: int) -> ActionResult:
+        return await act(index, None)
+
+    async def type_recorded(index: int) -> ActionResult:
+        return await act(index, text)
+
+    async def type_text(index: int, text: str) -> ActionResult:
+        return await act(index, text)
+
     if action.type == "Click":
-
-        @toolset.tool_plain(name="click")
-        async def click(index: int) -> ActionResult:
-            """Perform this step: click the element with this index (from observe or text_snapshot)."""
-            return await act(index, None)
-
+        what = "Perform this step: click the element with this index (from observe or text_snapshot)."
+        add("click", what, ("index",), ActionResult, click)
     elif action.type == "Type" and text is not None:
-
-        @toolset.tool_plain(name="type_text")
-        async def type_recorded(index: int) -> ActionResult:
-            """Perform this step: type the recorded text into the input with this index."""
-            return await act(index, text)
-
+        what = "Perform this step: type the recorded text into the input with this index."
+        add("type", what, ("index",), ActionResult, type_recorded)
     elif action.type == "Type":
-
-        @toolset.tool_plain(name="type_text")
-        async def type_text(index: int, text: str) -> ActionResult:
-            """Perform this step: type text (read it from the step's description) into the input."""
-            return await act(index, text)
-
+        what = "Perform this step: type text (read it from the step's description) into the input."
+        add("type", what, ("index", "text"), ActionResult, type_text)
     elif action.type == "Press":
-
-        @toolset.tool_plain(name="press")
-        async def press() -> str:
-            """Perform this step: press the recorded key at the focused element."""
-            return await by_policy()
-
+        what = "Perform this step: press the recorded key at the focused element."
+        add("press", what, (), str, by_policy)
     else:
-
-        @toolset.tool_plain(name="scroll")
-        async def scroll() -> str:
-            """Perform this step: the recorded scroll (the result says how far the page moved)."""
-            return await by_policy()
+        what = "Perform this step: the recorded scroll (the result says how far the page moved)."
+        add("scroll", what, (), str, by_policy)
 
     return toolset
 

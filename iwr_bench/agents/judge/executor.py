@@ -53,7 +53,7 @@ from iwr_bench.registry import capability
 from iwr_bench.tools.errors import COVERED, PageFailure, ToolRetry
 from iwr_bench.tools.models import Element, Observation, PageSpec, Viewport, VisibleText
 from iwr_bench.tools.pool import PagePool
-from iwr_bench.tools.tools import PageTools
+from iwr_bench.tools.surface import PageToolsProtocol
 
 Policy = Literal["pass", "fail"]
 
@@ -139,7 +139,7 @@ class Executor:
         except PageFailure as exc:
             return Replay.nothing_run(actions, "page_load_failed", str(exc))
 
-    async def _run(self, tools: PageTools, task: Task, evidence: Path) -> Replay:
+    async def _run(self, tools: PageToolsProtocol, task: Task, evidence: Path) -> Replay:
         actions = task.record.action_sequence
         screenshots = {0: _save(evidence, "step_0.png", await tools.screenshot())}
         # the page as the replay found it: what "goes back to its starting tiles" compares with
@@ -203,7 +203,7 @@ class Executor:
 
     async def _act_and_judge(
         self,
-        tools: PageTools,
+        tools: PageToolsProtocol,
         action: Action,
         record: ActionRecord,
         evidence: Path,
@@ -222,7 +222,7 @@ class Executor:
         return await self._assert(tools, action, record, before, shot, evidence, first, recorded)
 
     async def _step(
-        self, step: StepJudge, tools: PageTools, action: Action, record: ActionRecord, evidence: Path
+        self, step: StepJudge, tools: PageToolsProtocol, action: Action, record: ActionRecord, evidence: Path
     ) -> str | None:
         """Hand the whole action to the step judge; the verdict or None."""
         if action.type not in ("Click", "Type", "Scroll", "Press"):
@@ -246,7 +246,7 @@ class Executor:
         )
         return self._count(action, record, verdict)
 
-    async def _perform(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
+    async def _perform(self, tools: PageToolsProtocol, action: Action, record: ActionRecord) -> None:
         if self.config.protocol is EvalProtocol.official and action.official_type != action.type:
             raise _Failed(
                 "action_error",
@@ -265,7 +265,7 @@ class Executor:
             case _:  # kept by the loader, as the official scripts keep it: it fails here
                 raise _Failed("action_error", f"unknown action type {action.type!r}")
 
-    async def _click_or_type(self, tools: PageTools, action: Action, record: ActionRecord) -> None:
+    async def _click_or_type(self, tools: PageToolsProtocol, action: Action, record: ActionRecord) -> None:
         typing = action.type == "Type"
         from_grounder = capability(self.policy, ReplayPolicy, "text_from_grounder")
         text = text_to_type(action, from_grounder) if typing else None
@@ -295,7 +295,7 @@ class Executor:
         return capability(self.policy, ReplayPolicy, "acts_unseen")
 
     async def _act(
-        self, tools: PageTools, index: int, text: str | None, record: ActionRecord, hit: bool
+        self, tools: PageToolsProtocol, index: int, text: str | None, record: ActionRecord, hit: bool
     ) -> None:
         if text is None:
             record.tool_calls.append(f"click({index})" if hit else f"click({index}, hit=False)")
@@ -306,7 +306,7 @@ class Executor:
             )
             await tools.type(index, text, hit=hit)
 
-    async def _ground(self, tools: PageTools, action: Action, record: ActionRecord) -> int:
+    async def _ground(self, tools: PageToolsProtocol, action: Action, record: ActionRecord) -> int:
         index, observation = await self._ground_once(tools, action, record)
         target = next((e for e in observation.elements if e.index == index), None)
         if _needs_hover(target):
@@ -325,7 +325,7 @@ class Executor:
         return index
 
     async def _ground_once(
-        self, tools: PageTools, action: Action, record: ActionRecord
+        self, tools: PageToolsProtocol, action: Action, record: ActionRecord
     ) -> tuple[int, Observation]:
         observation = await tools.observe()
         record.tool_calls.append("observe()")
@@ -368,7 +368,7 @@ class Executor:
 
     async def _assert(
         self,
-        tools: PageTools,
+        tools: PageToolsProtocol,
         action: Action,
         record: ActionRecord,
         before: tuple[str | None, VisibleText | None],
@@ -440,7 +440,7 @@ def _save(folder: Path, name: str, png: bytes) -> str:
     return name
 
 
-async def _final_state(tools: PageTools) -> tuple[int, list[str]]:
+async def _final_state(tools: PageToolsProtocol) -> tuple[int, list[str]]:
     state = await tools.page_state()
     errors = [e.text for e in [*state.console_errors, *state.page_errors]][:50]
     return len(state.blocked_requests), errors

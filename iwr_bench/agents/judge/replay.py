@@ -30,7 +30,7 @@ from iwr_bench.dataset.models import Action, pressed_key, scroll_direction, scro
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import create, register
 from iwr_bench.tools.errors import ToolRetry
-from iwr_bench.tools.tools import PageTools
+from iwr_bench.tools.surface import PageToolsProtocol
 
 
 class Performed(BaseModel):
@@ -65,7 +65,7 @@ class ReplayPolicy(Protocol):
     is marked (``ActionRecord.unseen``) and the report flags the page. Without it such an action
     fails (``element_not_found``, or ``action_error`` "covered")."""
 
-    async def __call__(self, tools: PageTools, action: Action) -> Performed:
+    async def __call__(self, tools: PageToolsProtocol, action: Action) -> Performed:
         """Perform ``action`` (a Scroll or a Press) on the page; never raise for a failed action
         (a :class:`~iwr_bench.tools.errors.PageFailure` of the page itself may propagate)."""
         ...
@@ -86,7 +86,7 @@ class DefaultReplay:
     def __init__(self, min_scroll_px: float = 5.0) -> None:
         self.min_scroll_px = min_scroll_px
 
-    async def __call__(self, tools: PageTools, action: Action) -> Performed:
+    async def __call__(self, tools: PageToolsProtocol, action: Action) -> Performed:
         """Scroll in the recorded direction, or press the recorded key."""
         if action.type == "Press":
             key = pressed_key(action)
@@ -121,7 +121,7 @@ class OfficialReplay(DefaultReplay):
     unsure_verdict_passes = True
     acts_unseen = True
 
-    async def __call__(self, tools: PageTools, action: Action) -> Performed:
+    async def __call__(self, tools: PageToolsProtocol, action: Action) -> Performed:
         """Scroll as the official scripts do (a large container, else the window, down half the
         window's height; judged on the window), or send the key (raw when the name is unknown)."""
         if action.type == "Press":
@@ -139,7 +139,7 @@ class OfficialReplay(DefaultReplay):
         return self._moved(["scroll_window()"], result.moved_px)
 
 
-async def _press_raw(tools: PageTools, key: str) -> None:
+async def _press_raw(tools: PageToolsProtocol, key: str) -> None:
     """Send ``key`` as a bare key-down/key-up pair (a name the key table does not know), then settle."""
     await tools.tab.key("rawKeyDown", {"key": key})
     await tools.tab.key("keyUp", {"key": key})

@@ -19,7 +19,7 @@ from iwr_bench.agents.grounding import Grounding
 from iwr_bench.agents.judge.records import AssertionVerdict, FailureClass, StepBudget
 from iwr_bench.agents.judge.replay import ReplayPolicy
 from iwr_bench.dataset.models import Action
-from iwr_bench.tools.tools import PageTools
+from iwr_bench.tools.surface import PageToolsProtocol
 
 
 @dataclass
@@ -30,7 +30,7 @@ class StepRequest:
     """The recorded action (type, description, parameters, logical assertion)."""
     index: int
     """0-based index of the action in the task."""
-    tools: PageTools
+    tools: PageToolsProtocol
     """The page, in the state the previous actions left it."""
     policy: ReplayPolicy
     """The run's replay policy: how a Scroll or Press is performed and counted, which text a Type

@@ -32,9 +32,11 @@ from iwr_bench.tools.models import (
     PageState,
     ScrollResult,
     TextSnapshot,
+    Viewport,
     VisibleText,
 )
-from iwr_bench.tools.tools import PageTools
+from iwr_bench.tools.settle import SettleAfter
+from iwr_bench.tools.surface import Direction, PageToolsProtocol
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +79,20 @@ class Shipper:
 
 
 class RemoteTab:
-    """The three raw tab calls a replay policy may make (a key sent as is, a mouse event, a script)."""
+    """The tab of a page open on a replay worker, as judge code reaches it
+    (:class:`~iwr_bench.tools.surface.PageTabProtocol`): the three raw calls a replay policy may
+    make (a key sent as is, a mouse event, a script) and the viewport's size."""
 
-    def __init__(self, tools: RemoteTools) -> None:
+    def __init__(self, tools: RemoteTools, viewport: Viewport, origin: str = "") -> None:
         self._tools = tools
+        self._viewport = viewport
+        self.origin = origin
+        """The page server's origin on the worker ("" when not known)."""
+
+    @property
+    def viewport(self) -> Viewport:
+        """The viewport's size (the page spec's)."""
+        return self._viewport
 
     async def key(self, kind: str, params: dict[str, Any]) -> None:
         """Send a raw key event."""
@@ -98,12 +110,22 @@ class RemoteTab:
 
 
 class RemoteTools:
-    """:class:`PageTools` of a page open on a replay worker (same methods, same results)."""
+    """:class:`~iwr_bench.tools.tools.PageTools` of a page open on a replay worker: the same
+    methods with the same results (:class:`~iwr_bench.tools.surface.PageToolsProtocol`)."""
 
-    def __init__(self, actor: Actor, handle: int, first_shot: bytes | None = None) -> None:
+    def __init__(
+        self,
+        actor: Actor,
+        handle: int,
+        first_shot: bytes | None = None,
+        *,
+        viewport: Viewport | None = None,
+        origin: str = "",
+    ) -> None:
         self._actor = actor
         self._handle = handle
-        self.tab = RemoteTab(self)
+        self.tab = RemoteTab(self, viewport or Viewport(), origin)
+        """The page's tab (raw input, the viewport's size)."""
         self.shot = first_shot
         """The screenshot the worker took as the last call returned (None once another call came)."""
 
@@ -114,9 +136,7 @@ class RemoteTools:
         self.shot = answer.shot
         return answer_value(answer)
 
-    async def wait_settled(
-        self, after: Literal["load", "action", "scroll"] = "load", tick: bool | None = None
-    ) -> ActionResult:
+    async def wait_settled(self, after: SettleAfter = "load", tick: bool | None = None) -> ActionResult:
         """See :meth:`PageTools.wait_settled`."""
         return await self.call("wait_settled", after, tick)
 
@@ -149,7 +169,7 @@ class RemoteTools:
         return await self.call("hover", index)
 
     async def scroll(
-        self, direction: str = "down", amount: float | None = None, region: Sequence[str] = ()
+        self, direction: Direction = "down", amount: float | None = None, region: Sequence[str] = ()
     ) -> ScrollResult:
         """See :meth:`PageTools.scroll`."""
         return await self.call("scroll", direction, amount, tuple(region))
@@ -180,8 +200,9 @@ class RemotePool:
     @asynccontextmanager
     async def page(
         self, spec: PageSpec, *, settle_load: bool = True, requests: list[str] | None = None
-    ) -> AsyncGenerator[PageTools]:
-        """Open ``spec`` on the worker (its files shipped by digest) and yield its tools.
+    ) -> AsyncGenerator[PageToolsProtocol]:
+        """Open ``spec`` on the worker (its files shipped by digest) and yield its tools (a
+        :class:`RemoteTools`, typed as the protocol the executor takes, so pyright checks it is one).
 
         Raises:
             PageFailure: the page did not load.
@@ -192,11 +213,11 @@ class RemotePool:
         page = await self._shipper.ship(Path(spec.page))
         assets = None if spec.assets_dir is None else await self._shipper.ship(Path(spec.assets_dir))
         opened: Answer = await ask(self.actor.open.remote(spec, page, assets, settle_load))
-        handle: int = answer_value(opened)
+        handle, origin = answer_value(opened)  # the worker's handle for the page, its server's origin
         try:
-            # The executor and the replay policies use exactly PageTools' public methods and
-            # ``tab.key``/``tab.mouse``/``tab.evaluate``, which RemoteTools has with the same types.
-            yield cast("PageTools", RemoteTools(self.actor, handle, opened.shot))
+            yield RemoteTools(
+                self.actor, int(handle), opened.shot, viewport=spec.viewport, origin=str(origin)
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 with suppress(WorkerLost):  # a dead worker has nothing left to close

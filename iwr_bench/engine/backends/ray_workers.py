@@ -32,28 +32,13 @@ from iwr_bench.registry import build, load_plugins
 from iwr_bench.tools.errors import PageFailure, ToolRetry
 from iwr_bench.tools.models import PageSpec
 from iwr_bench.tools.pool import PagePool, PoolConfig
+from iwr_bench.tools.surface import PAGE_METHODS, TAB_METHODS
 from iwr_bench.tools.tools import PageTools
 
-TOOL_CALLS = frozenset(
-    {
-        "wait_settled",
-        "observe",
-        "visible_text",
-        "text_snapshot",
-        "click",
-        "type",
-        "press",
-        "hover",
-        "scroll",
-        "scroll_window",
-        "screenshot",
-        "page_state",
-        "tab.key",
-        "tab.mouse",
-        "tab.evaluate",
-    }
-)
-"""What a driver may call on an open page: :class:`PageTools` methods and three of its tab's."""
+TOOL_CALLS = frozenset((*PAGE_METHODS, *(f"tab.{name}" for name in TAB_METHODS)))
+"""What a driver may call on an open page: the methods of
+:class:`~iwr_bench.tools.surface.PageToolsProtocol` and of its tab's
+(:class:`~iwr_bench.tools.surface.PageTabProtocol`)."""
 
 ACTS = frozenset({"wait_settled", "click", "type", "press", "hover", "scroll", "scroll_window"})
 """Calls after which the worker takes a screenshot at once and sends it with the answer: the executor
@@ -121,7 +106,8 @@ class ReplayWorker:
         return path
 
     def open(self, spec: PageSpec, page: Shipped, assets: Shipped | None, settle_load: bool) -> Answer:
-        """Open a page (its files fetched once per node); the answer's value is the page's handle."""
+        """Open a page (its files fetched once per node); the answer's value is the page's handle
+        and its server's origin (what the driver's toolset writes as the stable page origin)."""
         local = spec.model_copy(
             update={
                 "page": str(self._local(page)),
@@ -135,7 +121,8 @@ class ReplayWorker:
             return Answer(failure=(exc.reason, _message(exc)))
         self._opened += 1
         self._pages[self._opened] = (cm, tools)
-        return Answer(value=self._opened, shot=self._shot(tools))
+        origin = str(getattr(tools.tab, "origin", ""))
+        return Answer(value=(self._opened, origin), shot=self._shot(tools))
 
     def call(self, handle: int, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Answer:
         """Run one tool call on an open page."""
