@@ -28,8 +28,7 @@ import anyio.to_thread
 
 from iwr_bench.engine.deadlines import Background, StepTimeout, bounded_step, queued
 from iwr_bench.engine.limits import NamedLimit
-from iwr_bench.metrics.backend import Backend
-from iwr_bench.metrics.pair import Pair, PairMetric
+from iwr_bench.metrics.pair import MetricWrapper, Pair, PairMetric
 
 if TYPE_CHECKING:
     from iwr_bench.engine.metric_progress import BatchStart, DesignTally, Work
@@ -74,7 +73,7 @@ class _Batch:
         return [r.work for r in self.requests]
 
 
-class BatchingMetric:
+class BatchingMetric(MetricWrapper):
     """A :class:`~iwr_bench.metrics.pair.PairMetric` that merges concurrent requests."""
 
     def __init__(
@@ -106,11 +105,6 @@ class BatchingMetric:
         self.batches = 0
         self.pairs = 0
         self.timeouts = 0
-
-    @property
-    def backend(self) -> Backend:
-        """What computes it."""
-        return self.inner.backend
 
     @property
     def step(self) -> str:

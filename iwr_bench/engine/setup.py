@@ -258,8 +258,12 @@ def build_metrics(
     timer: Callable[[], AbstractContextManager[None]],
     background: Background,
     rubric: Any,
+    place: Callable[[str, PairMetric], PairMetric] | None = None,
 ) -> VisualMetrics:
     """The run's metrics: each design cached (across runs) and batched under the metric-workers limit.
+
+    ``place(role, design)`` says where a design computes (the Ray backend: a proxy to its metric
+    workers); None: here. The cache and the batching stay on the driver either way.
 
     The designs and the pair cache share one store (:func:`metric_store`), into which the engine
     seeds the tasks' stored features (:mod:`iwr_bench.engine.task_features`). Builds no model:
@@ -268,9 +272,9 @@ def build_metrics(
     store = metric_store(cfg.metrics)
     ocr, dino = metric_designs(cfg.metrics, store)
 
-    def wrap(metric: PairMetric) -> PairMetric:
+    def wrap(role: str, metric: PairMetric) -> PairMetric:
         timeout, per_pair = cfg.limits.metric_timeout_s, cfg.limits.metric_pair_timeout_s
-        cached = CachedMetric(metric, store)
+        cached = CachedMetric(place(role, metric) if place is not None else metric, store)
         return BatchingMetric(
             cached,
             limits.metric,
@@ -282,7 +286,7 @@ def build_metrics(
         )
 
     extra: dict[str, Any] = {} if rubric is None else {"rubric": rubric}
-    return VisualMetrics(ocr=wrap(ocr), dino=wrap(dino), **extra)
+    return VisualMetrics(ocr=wrap("ocr", ocr), dino=wrap("dino", dino), **extra)
 
 
 OFFICIAL_ACTION_TIMEOUT_S = 30.0

@@ -19,6 +19,7 @@ from iwr_bench.dataset.features import feature_cache, feature_root, load_feature
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.settings import MetricSettings
 from iwr_bench.metrics.cache import MetricCache
+from iwr_bench.metrics.pair import design_of
 from iwr_bench.scoring.evaluation import VisualMetrics
 
 ROLES = ("ocr", "dino")
@@ -60,12 +61,8 @@ class TaskFeatureUse:
 
 
 def innermost(metric: Any) -> Any:
-    """The design under a metric's wrappers (each wrapper keeps what it wraps in ``inner``)."""
-    seen: set[int] = set()
-    while getattr(metric, "inner", None) is not None and id(metric) not in seen:
-        seen.add(id(metric))
-        metric = metric.inner
-    return metric
+    """The design at the bottom of a metric's stack (see :class:`~iwr_bench.metrics.pair.MetricWrapper`)."""
+    return design_of(metric)
 
 
 def seed_task_features(

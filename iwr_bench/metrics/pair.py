@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -82,7 +82,63 @@ class ThreadedMetric:
         return await anyio.to_thread.run_sync(self._batch, list(pairs), limiter=self.limiter)
 
 
-class CachedMetric:
+_R = TypeVar("_R")
+
+TextReader = Callable[[Image.Image], str]
+"""An OCR design's reader: the text it sees in one image (``read_text``)."""
+
+
+class MetricWrapper:
+    """Base of the metrics that wrap another (the cache, the engine's batching): a run's metric is a
+    stack of them over the registered design, and what callers need of the design is asked of the
+    top of the stack, which answers for the design at its bottom."""
+
+    inner: PairMetric
+    """What this one wraps (a wrapper or the design)."""
+
+    @property
+    def backend(self) -> Backend:
+        """What computes it (the design's record)."""
+        return self.inner.backend
+
+    @property
+    def design(self) -> PairMetric:
+        """The design at the bottom of the stack."""
+        return design_of(self.inner)
+
+    def text_reader(self) -> TextReader | None:
+        """The design's OCR text reader, if it reads text (``read_text``)."""
+        return text_reader(self.design)
+
+    async def exclusive(self, work: Callable[[], _R]) -> _R:
+        """Run other work of the design's backend (reading OCR text for eval.json) on a worker
+        thread; a wrapper that owns a limit and a clock (the engine's batching) runs it under them."""
+        if isinstance(self.inner, MetricWrapper):
+            return await self.inner.exclusive(work)
+        return await anyio.to_thread.run_sync(work)
+
+
+def design_of(metric: PairMetric) -> PairMetric:
+    """The design at the bottom of a metric stack (a bare design is its own)."""
+    return metric.design if isinstance(metric, MetricWrapper) else metric
+
+
+def text_reader(metric: PairMetric) -> TextReader | None:
+    """The OCR text reader of a metric stack's design, or None for a design that reads no text."""
+    if isinstance(metric, MetricWrapper):
+        return metric.text_reader()
+    reader: TextReader | None = getattr(metric, "read_text", None)  # a design's optional capability
+    return reader if callable(reader) else None
+
+
+async def run_exclusive(metric: PairMetric, work: Callable[[], _R]) -> _R:
+    """``work`` as the metric's stack runs other work of its backend (see :meth:`MetricWrapper.exclusive`)."""
+    if isinstance(metric, MetricWrapper):
+        return await metric.exclusive(work)
+    return await anyio.to_thread.run_sync(work)
+
+
+class CachedMetric(MetricWrapper):
     """Reuses values for pairs whose pixels were seen before (identical screenshots are common).
 
     Digests, look-ups and the store's writes run on worker threads (hashing full-resolution pixels
@@ -109,11 +165,6 @@ class CachedMetric:
         self.hits = 0
         self.identical = 0
         self.raster_identical = 0
-
-    @property
-    def backend(self) -> Backend:
-        """What computes it."""
-        return self.inner.backend
 
     async def __call__(self, pairs: Sequence[Pair]) -> list[float]:
         """Similarities, computing only pairs not already known and not identical (within the bound)."""

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -21,7 +20,7 @@ from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.hashing import as_image
-from iwr_bench.metrics.pair import PairMetric
+from iwr_bench.metrics.pair import PairMetric, run_exclusive, text_reader
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.scoring.formulas import PairScore, Scores, ScoreValues, TaskScore
 from iwr_bench.scoring.official import assertion_entry, counted_pairs, hvs_as_zero, official_pair_states
@@ -358,22 +357,10 @@ def _raw_answer(result: RubricResult) -> str:
     return f"{result.reasoning}\n{parts}\nScore: {round(result.score)}/100".lstrip("\n")
 
 
-def _text_reader(metric: Any) -> Callable[[Image.Image], str] | None:
-    """The OCR backend's text reader, found through wrapping metrics (``.inner``), if it has one."""
-    seen = 0
-    while metric is not None and seen < 10:
-        reader = getattr(metric, "read_text", None)
-        if callable(reader):
-            return cast("Callable[[Image.Image], str]", reader)
-        metric = getattr(metric, "inner", None)
-        seen += 1
-    return None
-
-
 async def _ocr_texts(
     metric: Any, images: list[tuple[Image.Image, Image.Image]], similarity: list[float]
 ) -> list[dict[str, Any]]:
-    reader = _text_reader(metric)
+    reader = text_reader(metric)
     if reader is None or not images:
         return []
 
@@ -383,13 +370,7 @@ async def _ocr_texts(
             for (a, b), s in zip(images, similarity, strict=True)
         ]
 
-    exclusive = getattr(metric, "exclusive", None)  # the engine's batching wrapper: its limit and clock
-    if callable(exclusive):
-        run = cast(
-            "Callable[[Callable[[], list[dict[str, Any]]]], Awaitable[list[dict[str, Any]]]]", exclusive
-        )
-        return await run(read_all)
-    return await anyio.to_thread.run_sync(read_all)
+    return await run_exclusive(metric, read_all)  # the engine's batching: under its limit and clock
 
 
 async def _rubric(

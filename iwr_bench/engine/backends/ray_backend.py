@@ -160,16 +160,13 @@ class RayBackend:
         """The run's metrics as in-process (cache, batching, limit, clock on the driver), each
         design's computation moved to the metric workers."""
         from iwr_bench.engine.backends.ray_remote import RemoteMetric
-        from iwr_bench.engine.batching import BatchingMetric
-        from iwr_bench.metrics.pair import CachedMetric
+        from iwr_bench.metrics.pair import PairMetric, text_reader
 
-        built = build_metrics(cfg, limits, timer, background, rubric)
-        for name, metric in (("ocr", built.ocr), ("dino", built.dino)):
-            assert isinstance(metric, BatchingMetric) and isinstance(metric.inner, CachedMetric)
-            design = metric.inner.inner
-            reads = getattr(design, "read_text", None) is not None
-            metric.inner.inner = RemoteMetric(design.backend, name, _LateWorkers(self), reads_text=reads)
-        return built
+        def remote(role: str, design: PairMetric) -> PairMetric:
+            reads = text_reader(design) is not None
+            return RemoteMetric(design.backend, role, _LateWorkers(self), reads_text=reads)
+
+        return build_metrics(cfg, limits, timer, background, rubric, place=remote)
 
     # -- workers -------------------------------------------------------------------------------
 
