@@ -42,8 +42,8 @@ def _run(config: RunConfig, out: Path) -> tuple[RunOutcome, str]:
     outcome = anyio.run(engine.run)
     if outcome.status != "completed":
         raise SystemExit(f"run in {out} ended {outcome.status}: {outcome.message}")
-    assert engine.store is not None
-    models = run_summary(engine.store)["models"]
+    assert engine.prepared is not None
+    models = run_summary(engine.prepared.store)["models"]
     finals = "  ".join(f"{m} {v['final']:.2f}" for m, v in models.items())
     return outcome, f"Final: {finals}"
 

@@ -48,8 +48,8 @@ def _run(kind: str, args: argparse.Namespace, out: Path) -> tuple[RunOutcome, di
     outcome = anyio.run(engine.run)
     if outcome.status != "completed":
         raise SystemExit(f"{kind} run in {out} ended {outcome.status}: {outcome.message}")
-    assert engine.store is not None
-    return outcome, run_summary(engine.store)["models"], connect
+    assert engine.prepared is not None
+    return outcome, run_summary(engine.prepared.store)["models"], connect
 
 
 def _report(label: str, o: RunOutcome, board: dict[str, Any], connect: float) -> None:

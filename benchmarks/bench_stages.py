@@ -52,11 +52,11 @@ def _run(
     outcome = anyio.run(engine.run)
     if outcome.status != "completed":
         raise SystemExit(f"run in {out} ended {outcome.status}: {outcome.message}")
-    assert engine.store is not None
-    events = list(engine.store.iter_events())
+    assert engine.prepared is not None
+    events = list(engine.prepared.store.iter_events())
     start = next(e.time for e in events if isinstance(e, RunStarted))
     judged = sorted(e.time - start for e in events if isinstance(e, JobFinished) and e.stage == "judge")
-    return outcome, run_summary(engine.store)["models"], judged
+    return outcome, run_summary(engine.prepared.store)["models"], judged
 
 
 def _report(label: str, o: RunOutcome, loads: int, board: dict[str, Any], judged: list[float]) -> None:

@@ -407,7 +407,7 @@ def prepare(
             message = message.replace(f"[[judge.designs]] {d.labels[0]!r}", f"design {d.spec.label!r}")
         raise UserError(message) from exc
     finally:
-        if tmp is not None and engine.store is None:
+        if tmp is not None and engine.prepared is None:
             tmp.cleanup()
     return LabSession(engine=engine, config=config, plan=plan, labels=labels, tmp=tmp)
 

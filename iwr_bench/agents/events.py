@@ -199,6 +199,20 @@ class JudgeAnswer(JudgeCallEvent):
     """Why there is no answer (empty when there is one)."""
 
 
+AGENT_EVENTS: tuple[type[AgentEvent], ...] = (
+    ActionStarted,
+    ActionGrounded,
+    ActionExecuted,
+    AssertionVerdictEvent,
+    JudgeCallStarted,
+    JudgeDelta,
+    JudgeToolCall,
+    JudgeRetry,
+    JudgeAnswer,
+)
+"""Every event an agent emits; the engine carries each as the run event of the same name (which
+adds the run's envelope: sequence number, time, job), and refuses to start without one."""
+
 PROSE_FIELDS = ("reasoning", "reason", "explanation", "thinking")
 """Fields of a structured answer that are prose: streamed as text, not shown again as fields."""
 

@@ -98,10 +98,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         layout=layout,
         accept_changed_plugins=args.accept_changed_plugins,
     )
-    engine.prepare()
+    prepared = engine.prepare()
     outcome = drive(engine, tui=args.tui, quiet=args.quiet)
-    assert engine.store is not None
-    print_generation_summary(generation_results(engine.store), engine.budget, args.out)
-    if engine.skipped:
-        print(skipped_line(len(engine.skipped)))
+    print_generation_summary(generation_results(prepared.store), prepared.budget, args.out)
+    if prepared.skipped:
+        print(skipped_line(len(prepared.skipped)))
     return session_end(outcome, "generate", args.out)

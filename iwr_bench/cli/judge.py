@@ -117,10 +117,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
         layout=layout,
         accept_changed_plugins=args.accept_changed_plugins,
     )
-    engine.prepare()
+    prepared = engine.prepare()
     outcome = drive(engine, tui=args.tui, quiet=args.quiet)
     slugs = config.model_slugs
-    results = read_evaluations(layout, [t.id for t in engine.tasks], slugs)
+    results = read_evaluations(layout, [t.id for t in prepared.tasks], slugs)
     for r in results:
         print(f"task {r.task_id} {r.model}: {r.success_step}/{r.total_step} actions")
     print_judge_summary(results, models, config.protocol, config.official_code)

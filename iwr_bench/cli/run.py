@@ -179,11 +179,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _discard_unstarted(engine: Engine, lock: RunLock) -> None:
     """Interrupted before the run started (no manifest yet): leave no half-created run behind."""
-    store = engine.store
+    store = engine.prepared.store if engine.prepared is not None else None
     started = store is not None and bool(store.manifest())
     if store is not None:
         store.close()
-        engine.store = None
+        engine.prepared = None
     if started:
         return
     if lock.created_dir:
@@ -195,8 +195,8 @@ def _discard_unstarted(engine: Engine, lock: RunLock) -> None:
 
 
 def _finish(engine: Engine, outcome: RunOutcome, *, as_json: bool, quiet: bool) -> int:
-    assert engine.store is not None
-    summary = run_summary(engine.store)
+    assert engine.prepared is not None
+    summary = run_summary(engine.prepared.store)
     summary["run_dir"] = str(outcome.run_dir)
     summary["wall_s"] = round(outcome.wall_s, 3)
     summary["work"] = work_split(outcome)

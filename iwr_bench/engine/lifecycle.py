@@ -19,16 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from iwr_bench.engine.backends.base import WorkerLost
+from iwr_bench.engine.bus import EventBus
 from iwr_bench.engine.deadlines import StepTimeout, find_error
-from iwr_bench.engine.events import (
-    EventBus,
-    FailureEvent,
-    JobFinished,
-    JobQueued,
-    JobStarted,
-    MetricComputed,
-    Stage,
-)
+from iwr_bench.engine.events import FailureEvent, JobFinished, JobQueued, JobStarted, MetricComputed, Stage
 from iwr_bench.engine.records import FINISHED, INFRA_FAILURES, FailureClass, JobStatus, ScoreRow
 from iwr_bench.engine.store import JobRow, RunFolderError, RunStore, folder_error, job_id
 from iwr_bench.scoring.evaluation import Evaluation

@@ -38,7 +38,7 @@ from iwr_bench.engine.events import (
     RunFinished,
     RunStarted,
 )
-from iwr_bench.engine.metric_progress import summary
+from iwr_bench.engine.metric_text import summary
 
 WAITING_S = 2.0
 """A judge call with no word from its model for this long counts as waiting for it."""

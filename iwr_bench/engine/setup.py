@@ -8,8 +8,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import platform
-import sys
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -26,24 +24,20 @@ from iwr_bench.agents.generation import (
 )
 from iwr_bench.agents.generation.official import describe, for_protocol
 from iwr_bench.agents.generation.prompt import PromptFile
-from iwr_bench.dataset.frames import DEFAULT_FPS, DEFAULT_FRAME_CAP
 from iwr_bench.dataset.layout import Task, load_tasks, unreadable
 from iwr_bench.dataset.validate import data_faults, read_otherwise_officially
 from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.config import RunConfig, generator_design, is_baseline, provider_of
 from iwr_bench.engine.deadlines import Background
-from iwr_bench.engine.jobs import record_digest
 from iwr_bench.engine.limits import LimitedCaller, Limits
 from iwr_bench.engine.settings import MetricSettings
 from iwr_bench.errors import UserError
 from iwr_bench.metrics.cache import MetricCache
 from iwr_bench.metrics.pair import CachedMetric, PairMetric
-from iwr_bench.official_code import OfficialCode, prompt_label
 from iwr_bench.protocol import EvalProtocol
 from iwr_bench.registry import build
 from iwr_bench.scoring.evaluation import VisualMetrics
 from iwr_bench.tools.chromium import chromium_version as version_of
-from iwr_bench.tools.jail import containment_level
 from iwr_bench.tools.models import Limits as PageLimits
 from iwr_bench.tools.models import SettleConfig
 from iwr_bench.tools.pool import PoolConfig
@@ -318,123 +312,3 @@ def effective_policies(cfg: RunConfig) -> dict[str, str]:
     if cfg.protocol == EvalProtocol.official:
         return {"judge_error": "pass", "undetermined": "pass"}
     return {"judge_error": cfg.judge.judge_error_policy, "undetermined": cfg.judge.undetermined_policy}
-
-
-def run_manifest(
-    cfg: RunConfig,
-    tasks: list[Task],
-    source: Path,
-    skipped: list[dict[str, Any]],
-    pool: PoolConfig,
-    metrics: VisualMetrics | None,
-    judges: dict[str, Any],
-    generation: dict[str, Any],
-    official: OfficialCode | None = None,
-) -> dict[str, Any]:
-    """What the run used: versions, settings, seeds, sampling, backends, judges, policies
-    (``official``: the authors' checkout the run read, as loaded at start-up; ``judges``: what
-    :func:`~iwr_bench.engine.judges.describe_sets` says of the run's judge sets)."""
-    return {
-        "config": cfg.model_dump(mode="json"),
-        "tasks_source": str(source),
-        "task_ids": [t.id for t in tasks],
-        "skipped_records": skipped,
-        "task_digests": {str(t.id): record_digest(t) for t in tasks},
-        "models": cfg.model_slugs,
-        "model_tasks": cfg.model_tasks([t.id for t in tasks]),
-        "packages": package_versions(),
-        "python": sys.version.split()[0],
-        "os": platform.platform(),
-        "chromium": chromium_version(),
-        "browser": {
-            "settle": pool.settle.model_dump(mode="json"),
-            "determinism": pool.determinism.model_dump(mode="json"),
-            "limits": pool.limits.model_dump(mode="json"),
-            "isolation": pool.isolation,
-            "containment": containment_level(),
-        },
-        "frame_sampling": {"fps": DEFAULT_FPS, "frame_cap": DEFAULT_FRAME_CAP},
-        "generation": generation,
-        "prompts": prompt_label(cfg.official_code) if cfg.protocol is EvalProtocol.official else "own",
-        "official_code": official.manifest() if official is not None else None,
-        "metric_backends": []
-        if metrics is None
-        else [m.backend.model_dump() for m in (metrics.ocr, metrics.dino)],
-        "judges": judges,
-        "judge_labels": [label for label in cfg.judge.labels() if label],
-        "policies": effective_policies(cfg),
-    }
-
-
-def session_entry(session: int, started: str, manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest's record of one session: when it started and where its work ran.
-
-    ``backend`` at the manifest's top level is the first session's; a resumed session may run on
-    another backend (``iwr run --resume RUN --backend ray``), so each session records its own.
-    """
-    return {
-        "session": session,
-        "started": started,
-        "backend": manifest.get("backend"),
-        "designs": _designs(manifest),
-    }
-
-
-def _designs(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The judge designs a manifest records, by role (name, origin, digest of a file's code)."""
-    judges = manifest.get("judges")
-    designs = judges.get("designs") if isinstance(judges, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
-    return dict(designs) if isinstance(designs, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
-
-
-def _code_of(record: Any) -> tuple[Any, ...]:
-    """What identifies a design's code: its origin, and the file's digest or the version."""
-    if not isinstance(record, dict):
-        return ()
-    keys = ("name", "kind", "module", "path", "sha256", "distribution", "version")
-    return tuple(record.get(k) for k in keys)  # pyright: ignore[reportUnknownMemberType]
-
-
-def _describe_code(record: dict[str, Any]) -> str:
-    kind = record.get("kind", "?")
-    if kind == "file":
-        return f"file {record.get('path')} (sha256 {str(record.get('sha256'))[:12]})"
-    if kind == "builtin":
-        return "built in"
-    version = record.get("version")
-    return f"{kind} {record.get('module')}" + (f" {version}" if version else "")
-
-
-def changed_designs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """The judge designs whose code differs from the last session's (a file edited, another origin
-    or version), one line each; ``old`` is the stored manifest, ``new`` this session's."""
-    sessions = session_history(old)
-    before = next((s["designs"] for s in reversed(sessions) if isinstance(s.get("designs"), dict)), None)
-    before = before if before is not None else _designs(old)
-    lines: list[str] = []
-    for role, record in _designs(new).items():
-        was = before.get(role)
-        if isinstance(record, dict) and isinstance(was, dict) and _code_of(was) != _code_of(record):
-            lines.append(
-                f"{role} {record.get('name')!r}: {_describe_code(was)} is now {_describe_code(record)}"  # pyright: ignore[reportUnknownArgumentType]
-            )
-    return lines
-
-
-def session_history(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    """The sessions a stored manifest records (runs created before sessions were recorded: the first)."""
-    recorded = manifest.get("sessions")
-    if isinstance(recorded, list):
-        return [dict(s) for s in recorded if isinstance(s, dict)]  # pyright: ignore[reportUnknownArgumentType,reportUnknownVariableType]
-    return [{"session": 1, "started": manifest.get("created"), "backend": manifest.get("backend")}]
-
-
-def check_resumable(old: dict[str, Any], new: dict[str, Any]) -> None:
-    """Refuse to continue a run whose tasks or models changed since it started.
-
-    Raises:
-        UserError: naming what changed.
-    """
-    for key in ("task_digests", "models"):
-        if old.get(key) != new.get(key):
-            raise UserError(f"cannot resume: the run's {key.replace('_', ' ')} changed since it started")

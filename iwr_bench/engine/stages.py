@@ -31,9 +31,10 @@ from iwr_bench.agents.judge.records import Replay
 from iwr_bench.agents.judge.rubric import RubricResult
 from iwr_bench.dataset.layout import Task
 from iwr_bench.engine.backends.base import ExecutorFactory, StageBackend
+from iwr_bench.engine.bus import EventBus, TextCoalescer
 from iwr_bench.engine.clock import StageName, WorkClock
 from iwr_bench.engine.config import RunConfig
-from iwr_bench.engine.events import EventBus, GenerationFinished, StageFinished, TextCoalescer
+from iwr_bench.engine.events import GenerationFinished, StageFinished
 from iwr_bench.engine.jobs import GenerateJob, execute_generate, record_digest
 from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.layout import RunLayout

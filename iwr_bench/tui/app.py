@@ -383,7 +383,7 @@ def run_tui(engine: Engine) -> RunOutcome:
         wall_s=0.0,
         overhead_s=0.0,
         work_s={},
-        actions=engine.actions_run,
+        actions=engine.reporters.actions_run,
         message="the app closed before the run ended; resumable",
     )
 

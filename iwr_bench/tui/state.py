@@ -37,7 +37,7 @@ from iwr_bench.engine.events import (
     RunFinished,
     RunStarted,
 )
-from iwr_bench.engine.metric_progress import eta_text
+from iwr_bench.engine.metric_text import eta_text
 from iwr_bench.tui.job_view import INFRA, ActionView, CallEntry, CallView, JobView, job_key
 
 __all__ = ["INFRA", "ActionView", "CallEntry", "CallView", "JobView", "LimitView", "ModelView", "RunState"]

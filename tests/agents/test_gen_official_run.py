@@ -46,8 +46,8 @@ async def test_official_run_records_presets_prompt_and_what_was_sent(
     body = fake.requests[0]
     assert "temperature" not in body and body["max_tokens"] == 16384
     assert body["messages"][-1]["content"][0]["text"] == "Rebuild the page at 640x360.\n"
-    assert engine.store is not None
-    manifest = engine.store.manifest()
+    assert engine.prepared is not None
+    manifest = engine.prepared.store.manifest()
     generation = manifest["generation"]
     assert generation["protocol"] == "official" and generation["prompt_file"] == str(prompt)
     assert generation["prompt_file_sha256"] == hashlib.sha256(prompt.read_bytes()).hexdigest()

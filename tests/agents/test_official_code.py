@@ -197,8 +197,8 @@ async def test_an_official_run_sends_the_official_generation_prompt_and_records_
     assert sent["messages"][0]["content"][0]["text"] == (
         "Make the page (tested). Its size is 640x360; braces {kept}."
     )
-    assert engine.store is not None
-    manifest = engine.store.manifest()
+    assert engine.prepared is not None
+    manifest = engine.prepared.store.manifest()
     assert manifest["prompts"] == "official rules, official prompts"
     assert manifest["official_code"]["commit"] and set(manifest["official_code"]["files"]) >= {"config.py"}
     assert manifest["generation"]["prompt_file"].endswith("config.py:PROMPT_TEMPLATE")

@@ -239,17 +239,17 @@ async def test_limits_hold_and_adapt_to_429(tmp_path: Path, allow_requests: None
         engine.prepare()
         outcome = await engine.run()
     assert outcome.status == "completed"
-    assert engine.limits is not None
+    assert engine.prepared is not None
     assert steady.max_in_flight == 2  # the limit was reached and never exceeded
-    limit_a = engine.limits.provider(host_a)
-    limit_b = engine.limits.provider(host_b)
+    limit_a = engine.prepared.limits.provider(host_a)
+    limit_b = engine.prepared.limits.provider(host_b)
     assert limit_a.max_in_use == 2 and limit_a.rate_limited == 0 and limit_a.capacity == 2
     assert limit_b.rate_limited == 2 and limit_b.capacity == 1  # 4 -> 2 -> 1 after two 429s
     assert throttled.max_in_flight <= 4
-    assert 1 <= engine.limits.browser.max_in_use <= 2
+    assert 1 <= engine.prepared.limits.browser.max_in_use <= 2
     assert len(steady.requests) == 4 and len(throttled.requests) == 6
-    assert engine.store is not None
-    occupancy = engine.store.events(kinds=("limit_occupancy",))
+    assert engine.prepared is not None
+    occupancy = engine.prepared.store.events(kinds=("limit_occupancy",))
     assert {e.name for e in occupancy if isinstance(e, LimitOccupancy)} >= {
         "browser pages",
         f"model calls: {host_a}",

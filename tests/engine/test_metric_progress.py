@@ -18,7 +18,8 @@ from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.deadlines import Background, StepTimeout
 from iwr_bench.engine.events import DesignProgress, Event, MetricProgress, RunFinished
 from iwr_bench.engine.limits import NamedLimit
-from iwr_bench.engine.metric_progress import LoadTimer, MetricProgressReporter, combined_eta, summary
+from iwr_bench.engine.metric_progress import LoadTimer, MetricProgressReporter, combined_eta
+from iwr_bench.engine.metric_text import summary
 from iwr_bench.engine.progress import PlainProgress, ProgressState
 from iwr_bench.engine.rate import RateMeter, busy_seconds
 from iwr_bench.engine.store import RunStore

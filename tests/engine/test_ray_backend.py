@@ -154,7 +154,7 @@ async def test_a_killed_replay_worker_loses_only_its_pair(
     outcome = await engine.run()
     assert outcome.status == "completed"
     assert killed
-    backend = engine.backend
+    backend = engine.prepared.backend
     assert isinstance(backend, RayBackend) and backend.lost == 1  # one pair's replay, tried again
     assert reported_scores(tmp_path / "run") == in_process
     store = RunStore.open_run(tmp_path / "run", readonly=True)
@@ -177,14 +177,14 @@ async def test_a_killed_metric_worker_loses_only_its_batch(
     def kill_at_metrics(event: Event) -> None:
         if isinstance(event, EngineStatus) and event.key == METRICS_QUEUE and not event.done and not killed:
             killed.append(event.text)
-            backend = engine.backend
+            backend = engine.prepared.backend
             assert isinstance(backend, RayBackend)
             ray.kill(backend._workers.actors[0])  # the only metric worker  # pyright: ignore[reportPrivateUsage]
 
     engine = Engine(config, tmp_path / "run", subscribers=[kill_at_metrics])
     outcome = await engine.run()
     assert outcome.status == "completed" and killed
-    backend = engine.backend
+    backend = engine.prepared.backend
     assert isinstance(backend, RayBackend) and backend.lost == 0
     assert backend.metrics_lost == 1  # one batch lost its worker and was computed on a fresh one
     assert reported_scores(tmp_path / "run") == in_process

@@ -179,8 +179,8 @@ async def test_hostile_pages_never_stop_the_others(
         outcome = await engine.run()
 
         assert outcome.status == "completed"
-        assert engine.store is not None
-        jobs = {j.id: j for j in engine.store.jobs("judge")}
+        assert engine.prepared is not None
+        jobs = {j.id: j for j in engine.prepared.store.jobs("judge")}
         hung, wedged = jobs["judge/1/vllm_hang"], jobs["judge/1/vllm_stuck"]
         assert (hung.status, hung.failure) == ("failed", "stalled"), [
             (j.id, j.failure, j.message) for j in jobs.values()
@@ -191,7 +191,7 @@ async def test_hostile_pages_never_stop_the_others(
         assert wedged.started is not None and wedged.finished is not None
         assert wedged.finished - wedged.started < 25  # at the call's deadline, not after the thread's 30 s
         assert jobs["judge/1/blank"].status == "done"
-        events = list(engine.store.iter_events())
+        events = list(engine.prepared.store.iter_events())
         hang_end = next(e.seq for e in events if isinstance(e, JobFinished) and e.job == hung.id)
         stuck_start = next(e.seq for e in events if isinstance(e, JobStarted) and e.job == wedged.id)
         assert stuck_start > hang_end  # one browser page: the stalled job gave it back
@@ -199,11 +199,11 @@ async def test_hostile_pages_never_stop_the_others(
         # The oracle has no page to build: scored 0 without a replay, counted as a missing page.
         oracle = jobs["judge/1/oracle"]
         assert (oracle.status, oracle.failure) == ("failed", "generation_error")
-        assert engine.store.metrics(oracle.id) == []
-        assert engine.store.actions(oracle.id) and all(
-            a["status"] == "not_run" for a in engine.store.actions(oracle.id)
+        assert engine.prepared.store.metrics(oracle.id) == []
+        assert engine.prepared.store.actions(oracle.id) and all(
+            a["status"] == "not_run" for a in engine.prepared.store.actions(oracle.id)
         )
-        summary = run_summary(engine.store)["models"]
+        summary = run_summary(engine.prepared.store)["models"]
         assert summary["oracle"]["final"] == 0.0 and summary["oracle"]["lvs"] == 0.0
         assert summary["oracle"]["failures"] == {"generation_error": 1}
         assert summary["blank"]["final"] > 0.0  # the blank page still earns visual points
@@ -224,8 +224,8 @@ async def test_hostile_pages_never_stop_the_others(
         engine.prepare()
         outcome = await engine.run()
     assert outcome.status == "completed"
-    assert engine.store is not None
-    job = engine.store.job("judge/1/vllm_hang")
+    assert engine.prepared is not None
+    job = engine.prepared.store.job("judge/1/vllm_hang")
     assert job is not None and (job.status, job.failure) == ("failed", "timeout")
     assert "replay took over 10 s" in job.message
 

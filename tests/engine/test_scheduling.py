@@ -71,7 +71,8 @@ def test_default_browser_pages_follow_cores_and_memory() -> None:
 
 def test_streamed_text_is_coalesced_in_order() -> None:
     """Tokens become one event per 1 KB (or 100 ms); another event of the job flushes them first."""
-    from iwr_bench.engine.events import ActionStarted, Event, JudgeDelta, TextCoalescer
+    from iwr_bench.engine.bus import TextCoalescer
+    from iwr_bench.engine.events import ActionStarted, Event, JudgeDelta
 
     published: list[Event] = []
     text = TextCoalescer(published.append, every_s=60.0, max_chars=1024)

@@ -11,8 +11,8 @@ import pytest
 
 from iwr_bench.engine.backends.base import WorkerLost, make_backend
 from iwr_bench.engine.backends.content import pack, unpack
+from iwr_bench.engine.bus import EventBus
 from iwr_bench.engine.config import parse_run_config
-from iwr_bench.engine.events import EventBus
 from iwr_bench.engine.lifecycle import Recorder
 from iwr_bench.engine.store import RunStore
 from iwr_bench.errors import UserError

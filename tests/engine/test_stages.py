@@ -65,7 +65,7 @@ async def test_replay_goes_on_while_another_pair_is_measured(
     engine.prepare()
     outcome = await engine.run()
     assert outcome.status == "completed"
-    assert engine.limits is not None and engine.limits.browser.max_in_use == 1
+    assert engine.prepared is not None and engine.prepared.limits.browser.max_in_use == 1
     replays = [s for s in spans if s.stage == "replay"]
     measured = [s for s in spans if s.stage == "metrics"]
     assert len(replays) == 3 and len(measured) == 3
@@ -112,10 +112,10 @@ async def test_a_fully_cached_run_loads_no_metric_model(tmp_path: Path) -> None:
     outcome = await second.run()
     assert outcome.status == "completed"
     assert models.load_count() == before, models.loaded()[before:]
-    assert first.store is not None and second.store is not None
+    assert first.prepared is not None and second.prepared is not None
     # the same scores at the precision they are reported in (x100, two decimals)
     finals = [
         {m: round(v["final"], 2) for m, v in run_summary(store)["models"].items()}
-        for store in (first.store, second.store)
+        for store in (first.prepared.store, second.prepared.store)
     ]
     assert finals[0] == finals[1]

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from PIL import Image
 
+from iwr_bench.engine.bus import EventBus
 from iwr_bench.engine.events import (
     ActionExecuted,
     ActionStarted,
     AssertionVerdictEvent,
     Event,
-    EventBus,
     JobFinished,
     JobStarted,
     RunFinished,

@@ -20,12 +20,12 @@ from iwr_bench.agents.grounding_llm import LLMGrounder
 from iwr_bench.agents.judge.llm import LLMAssertionJudge
 from iwr_bench.agents.judge.records import AssertionRequest
 from iwr_bench.agents.judge.rubric import RubricJudge
+from iwr_bench.engine.bus import EventBus
 from iwr_bench.engine.events import (
     ActionGrounded,
     ActionStarted,
     EngineStatus,
     Event,
-    EventBus,
     JobStarted,
     JudgeCallStarted,
     JudgeDelta,

@@ -13,7 +13,8 @@ from conftest import recorded_events, region_text
 from textual.geometry import Region
 from textual.widgets import Footer, Label
 
-from iwr_bench.engine.events import EventBus, RunFinished
+from iwr_bench.engine.bus import EventBus
+from iwr_bench.engine.events import RunFinished
 from iwr_bench.engine.records import RunOutcome
 from iwr_bench.engine.run import Engine
 from iwr_bench.tui.app import ConfirmStop, RunApp
