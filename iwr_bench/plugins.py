@@ -42,8 +42,6 @@ imported again once the helper has run, so module-level imports work too.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from iwr_bench._torch import import_torchvision
 from iwr_bench.agents.generation.protocol import Generator
 from iwr_bench.agents.generation.records import GenerationResult
@@ -65,7 +63,7 @@ from iwr_bench.agents.judge.records import (
     Verdict,
 )
 from iwr_bench.agents.judge.replay import Performed, ReplayPolicy
-from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.agents.judge.rubric import RubricJudgeRole, RubricResult
 from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
 from iwr_bench.dataset.layout import Task
 from iwr_bench.dataset.models import ActionType
@@ -83,18 +81,6 @@ from iwr_bench.registry import (
 from iwr_bench.tools.models import BoundingBox, Element, Observation, TextSnapshot
 from iwr_bench.tools.surface import PageTabProtocol, PageToolsProtocol
 from iwr_bench.tools.tools import PageTools
-
-
-class RubricJudgeRole(Protocol):
-    """The ``rubric`` role: scores a generated page's screenshot against the reference (HVS)."""
-
-    name: str
-    """Recorded as the rubric judge of each evaluation."""
-
-    async def __call__(self, reference_png: bytes, generated_png: bytes) -> RubricResult:
-        """Score ``generated_png`` against ``reference_png`` (0-100); never raise for a bad answer."""
-        ...
-
 
 __all__ = [
     "CONTEXT_PARAMETERS",

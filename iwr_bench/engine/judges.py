@@ -24,7 +24,7 @@ from iwr_bench.agents.generation import ModelConfig, build_model
 from iwr_bench.agents.grounding import Grounder, Grounding, GroundingRequest
 from iwr_bench.agents.judge.records import AssertionJudge, AssertionRequest, AssertionVerdict
 from iwr_bench.agents.judge.replay import ReplayPolicy
-from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.agents.judge.rubric import RubricJudgeRole, RubricResult
 from iwr_bench.agents.judge.step import StepJudge, StepOutcome, StepRequest
 from iwr_bench.engine.config import JudgeSettings, RoleSettings
 from iwr_bench.engine.deadlines import Background
@@ -41,7 +41,7 @@ class JudgeSet:
         self,
         grounder: Grounder,
         assertions: AssertionJudge,
-        rubric: Any = None,
+        rubric: RubricJudgeRole | None = None,
         *,
         models: list[Model] | None = None,
         description: dict[str, Any] | None = None,
@@ -64,9 +64,7 @@ class JudgeSet:
         return {
             "grounder": getattr(self.grounder, "name", type(self.grounder).__name__),
             "assertions": getattr(self.assertions, "name", type(self.assertions).__name__),
-            "rubric": None
-            if self.rubric is None
-            else getattr(self.rubric, "name", type(self.rubric).__name__),
+            "rubric": None if self.rubric is None else self.rubric.name,
             **({} if self.step is None else {"step": self.step.name}),
             **self._description,
         }

@@ -238,7 +238,7 @@ class Engine:
     def _metrics(self) -> VisualMetrics:
         run = self._ready
         timer = lambda: self.clock.work(StageName.metrics)  # noqa: E731 - the batches' clock
-        metrics = run.backend.metrics(self.config, run.limits, timer, self.background, run.judges.rubric)
+        metrics = run.backend.metrics(self.config, run.limits, timer, self.background)
         self.reporters.task_features = seed_task_features(metrics, run.tasks, self.config.metrics)
         self.reporters.metric_progress.attach(metrics)
         return metrics

@@ -251,7 +251,6 @@ def build_metrics(
     limits: Limits,
     timer: Callable[[], AbstractContextManager[None]],
     background: Background,
-    rubric: Any,
     place: Callable[[str, PairMetric], PairMetric] | None = None,
 ) -> VisualMetrics:
     """The run's metrics: each design cached (across runs) and batched under the metric-workers limit.
@@ -279,8 +278,7 @@ def build_metrics(
             background=background,
         )
 
-    extra: dict[str, Any] = {} if rubric is None else {"rubric": rubric}
-    return VisualMetrics(ocr=wrap("ocr", ocr), dino=wrap("dino", dino), **extra)
+    return VisualMetrics(ocr=wrap("ocr", ocr), dino=wrap("dino", dino))
 
 
 OFFICIAL_ACTION_TIMEOUT_S = 30.0

@@ -264,7 +264,7 @@ class PairStages:
             self.watchdog.watching(jid) as watch,
             self.recorder.job("judge", task.id, name, where=watch.progress.where) as handle,
         ):
-            evaluation = await self._replay_then_score(handle, task, slug, out, executor, metrics, watch)
+            evaluation = await self._replay_then_score(handle, task, slug, label, executor, metrics, watch)
             self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, gen_failed)
         if watch.scope.cancelled_caught and not handle.ended:  # past its deadline, or stopped by the watchdog
             self._judging_stopped(handle, watch)
@@ -284,13 +284,13 @@ class PairStages:
         handle: JobHandle,
         task: Task,
         slug: str,
-        out: Path,
+        label: str,
         executor: ExecutorFactory,
         metrics: VisualMetrics,
         watch: JobWatch,
     ) -> Evaluation:
         """Replay (holding a browser page), then the later stages with the page given back."""
-        page = self.layout.page(task.id, slug)
+        page, out = self.layout.page(task.id, slug), self.layout.judged_dir(task.id, slug, label)
         async with self.limits.browser.slot(self.rank(task.id, slug)):  # round-robin over models
             watch.scope.deadline = anyio.current_time() + self.config.limits.judge_timeout_s
             handle.started()
@@ -301,26 +301,27 @@ class PairStages:
         # The job's deadline bounds its replay. Later stages wait in queues that grow with the run
         # (metrics are the slowest stage by design) and each batch or judge call has its own deadline.
         watch.scope.deadline = math.inf
-        return await self._score_stages(handle.id, task, slug, replay, out, metrics)
+        return await self._score_stages(handle.id, task, slug, label, replay, metrics)
 
     async def _score_stages(
-        self, jid: str, task: Task, slug: str, replay: Replay, out: Path, metrics: VisualMetrics
+        self, jid: str, task: Task, slug: str, label: str, replay: Replay, metrics: VisualMetrics
     ) -> Evaluation:
-        """The stages after replay: metrics, rubric (with a rubric judge) and record (eval.json)."""
-        evidence, protocol = out / "evidence", self.config.protocol
+        """The stages after replay: metrics, rubric (with the design's rubric judge) and record."""
+        out, protocol = self.layout.judged_dir(task.id, slug, label), self.config.protocol
+        evidence, rubric = out / "evidence", self.judges[label].rubric
         if not self.config.metrics.measure:  # a run that measures judges only
             measured = not_measured()
         else:
             with self.stage(jid, StageName.metrics, clocked=False):  # the batches clock metrics work
                 measured = await self.backend.measure(task, replay, evidence, metrics, protocol)
         answers: list[RubricResult | None] = [None] * len(measured.steps)
-        if metrics.rubric is not None:
+        if rubric is not None:
             with self.stage(jid, StageName.rubric), emitting(self.agent_sink(jid, "")):  # its calls, live
-                answers = await rubric_stage(metrics.rubric, measured, evidence)
+                answers = await rubric_stage(rubric, measured, evidence)
                 self.text.flush(jid)
         with self.stage(jid, StageName.record):
             model = self.layout.folder(slug)  # eval.json names the model as its folder does
-            evaluation = assemble(task, model, replay, measured, answers, metrics.rubric, protocol)
+            evaluation = assemble(task, model, replay, measured, answers, rubric, protocol)
             await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)
         return evaluation
 
@@ -352,7 +353,7 @@ class PairStages:
             handle.started()
             why = f"generation failed ({failure or FailureClass.generation_error}): {message}"
             replay = Replay.nothing_run(task.record.action_sequence, "no_page", why[:500])
-            evaluation = await self._score_stages(handle.id, task, slug, replay, out, metrics)
+            evaluation = await self._score_stages(handle.id, task, slug, label, replay, metrics)
             self.recorder.evaluation(handle, _rel(self.run_dir, out), evaluation, True)
 
 

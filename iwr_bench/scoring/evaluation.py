@@ -16,7 +16,7 @@ from PIL import Image
 from pydantic import BaseModel, Field
 
 from iwr_bench.agents.judge.records import Replay
-from iwr_bench.agents.judge.rubric import RubricResult
+from iwr_bench.agents.judge.rubric import RubricJudgeRole, RubricResult
 from iwr_bench.dataset.layout import Task
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.hashing import as_image
@@ -29,7 +29,8 @@ EVAL_VERSION = 2
 
 
 class VisualMetrics(BaseModel):
-    """The metric backends a run scores with (HVS stays unavailable without a rubric judge)."""
+    """The metric backends a run scores with (the rubric judge, giving HVS, is each judge design's:
+    :class:`~iwr_bench.engine.judges.JudgeSet`)."""
 
     model_config = {"arbitrary_types_allowed": True}
 
@@ -37,8 +38,6 @@ class VisualMetrics(BaseModel):
     """OCR similarity metric (a :class:`~iwr_bench.metrics.pair.PairMetric`)."""
     dino: Any
     """Image-embedding similarity metric (DINOv2 or a labelled substitute)."""
-    rubric: Any = None
-    """Rubric judge (a :class:`~iwr_bench.agents.judge.rubric.RubricJudge`) giving HVS; None: unavailable."""
 
 
 class Evaluation(ScoreValues):
@@ -234,7 +233,9 @@ def _load_pairs(pairs: list[tuple[int, Path, str]], evidence: Path) -> list[tupl
     return [(as_image(cp.read_bytes()), as_image((evidence / shot).read_bytes())) for _, cp, shot in pairs]
 
 
-async def rubric_stage(judge: Any, measured: Measured, evidence: Path) -> list[RubricResult | None]:
+async def rubric_stage(
+    judge: RubricJudgeRole | None, measured: Measured, evidence: Path
+) -> list[RubricResult | None]:
     """The rubric stage: the rubric judge's answer per measured pair (None each without a judge)."""
     pairs = [
         (k, Path(cp), shot)
@@ -251,11 +252,13 @@ async def evaluate(
     out: Path,
     metrics: VisualMetrics,
     protocol: EvalProtocol = EvalProtocol.default,
+    rubric: RubricJudgeRole | None = None,
 ) -> Evaluation:
-    """Score a replay and write ``out/eval.json`` and ``out/evalpoints/<k>.png`` (every executed state)."""
+    """Score a replay and write ``out/eval.json`` and ``out/evalpoints/<k>.png`` (every executed
+    state); with a rubric judge, HVS too."""
     measured = await measure(task, replay, evidence, metrics, protocol)
-    rubric_results = await rubric_stage(metrics.rubric, measured, evidence)
-    evaluation = assemble(task, model, replay, measured, rubric_results, metrics.rubric, protocol)
+    rubric_results = await rubric_stage(rubric, measured, evidence)
+    evaluation = assemble(task, model, replay, measured, rubric_results, rubric, protocol)
     await anyio.to_thread.run_sync(write_evaluation, evaluation, evidence, out)
     return evaluation
 
@@ -266,7 +269,7 @@ def assemble(
     replay: Replay,
     measured: Measured,
     rubric_results: list[RubricResult | None],
-    rubric: Any,
+    rubric: RubricJudgeRole | None,
     protocol: EvalProtocol = EvalProtocol.default,
 ) -> Evaluation:
     """The :class:`Evaluation` of a replay from its measured pairs and rubric answers (pure)."""
@@ -374,7 +377,7 @@ async def _ocr_texts(
 
 
 async def _rubric(
-    judge: Any, pairs: list[tuple[int, Path, str]], evidence: Path
+    judge: RubricJudgeRole | None, pairs: list[tuple[int, Path, str]], evidence: Path
 ) -> list[RubricResult | None]:
     """The rubric judge's answer per pair (reference first), all pairs at once; None without a judge."""
     results: list[RubricResult | None] = [None] * len(pairs)
@@ -390,7 +393,7 @@ async def _rubric(
     return results
 
 
-def _rubric_backend(judge: Any) -> list[Backend]:
+def _rubric_backend(judge: RubricJudgeRole | None) -> list[Backend]:
     if judge is None:
         return []
     return [Backend(metric="rubric", engine="pydantic-ai", model=judge.name, weights="judge model")]

@@ -220,8 +220,10 @@ async def test_rubric_judge_gives_hvs(task: Task, executor: Executor, tmp_path: 
     scored = {}
     for name, fn in (("fair", fair), ("greedy", greedy)):
         rubric = RubricJudge(Scripted(fn).model(), retries=1, name=f"llm:{name}")
-        metrics = VisualMetrics(ocr=ocr, dino=dino, rubric=rubric)
-        scored[name] = await evaluate(task, "m", replay, tmp_path / "ev", tmp_path / name, metrics)
+        metrics = VisualMetrics(ocr=ocr, dino=dino)
+        scored[name] = await evaluate(
+            task, "m", replay, tmp_path / "ev", tmp_path / name, metrics, rubric=rubric
+        )
     fair_ev, greedy_ev = scored["fair"], scored["greedy"]
     assert fair_ev.all_mllm_scores == [0.75] * 5 and fair_ev.hvs == 0.75 and not fair_ev.lvs_only
     assert fair_ev.rubric_judge == "llm:fair" and fair_ev.rubric_errors == 0

@@ -8,6 +8,8 @@ an answer that still does not fit after the retries scores 0 and is flagged as a
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, BinaryContent
 from pydantic_ai.models import Model
@@ -61,6 +63,19 @@ class RubricResult(BaseModel):
     """The answer was unusable after the retries (scored 0, as protocol.md says)."""
     judge: str
     """Which judge answered."""
+
+
+class RubricJudgeRole(Protocol):
+    """The ``rubric`` role: scores a generated page's screenshot against the reference (HVS)."""
+
+    @property
+    def name(self) -> str:
+        """Recorded as the rubric judge of each evaluation."""
+        ...
+
+    async def __call__(self, reference_png: bytes, generated_png: bytes) -> RubricResult:
+        """Score ``generated_png`` against ``reference_png`` (0-100); never raise for a bad answer."""
+        ...
 
 
 class RubricJudge:

@@ -83,9 +83,7 @@ class StageBackend(Protocol):
         """What the manifest records about the backend (after :meth:`connect`)."""
         ...
 
-    def metrics(
-        self, cfg: RunConfig, limits: Limits, timer: Timer, background: Background, rubric: Any
-    ) -> VisualMetrics:
+    def metrics(self, cfg: RunConfig, limits: Limits, timer: Timer, background: Background) -> VisualMetrics:
         """The run's metrics (cached and batched in this process, computed where the backend puts them)."""
         ...
 

@@ -35,11 +35,9 @@ class InProcessBackend:
         """Just the kind."""
         return {"kind": self.name}
 
-    def metrics(
-        self, cfg: RunConfig, limits: Limits, timer: Timer, background: Background, rubric: Any
-    ) -> VisualMetrics:
+    def metrics(self, cfg: RunConfig, limits: Limits, timer: Timer, background: Background) -> VisualMetrics:
         """The run's metrics, computed here."""
-        return build_metrics(cfg, limits, timer, background, rubric)
+        return build_metrics(cfg, limits, timer, background)
 
     @asynccontextmanager
     async def open(self, pool: PoolConfig) -> AsyncGenerator[None]:

@@ -154,9 +154,7 @@ class RayBackend:
         }
         return {"ocr": (m.ocr_design, context), "dino": (m.image_design, context)}
 
-    def metrics(
-        self, cfg: RunConfig, limits: Limits, timer: Timer, background: Background, rubric: Any
-    ) -> VisualMetrics:
+    def metrics(self, cfg: RunConfig, limits: Limits, timer: Timer, background: Background) -> VisualMetrics:
         """The run's metrics as in-process (cache, batching, limit, clock on the driver), each
         design's computation moved to the metric workers."""
         from iwr_bench.engine.backends.ray_remote import RemoteMetric
@@ -166,7 +164,7 @@ class RayBackend:
             reads = text_reader(design) is not None
             return RemoteMetric(design.backend, role, _LateWorkers(self), reads_text=reads)
 
-        return build_metrics(cfg, limits, timer, background, rubric, place=remote)
+        return build_metrics(cfg, limits, timer, background, place=remote)
 
     # -- workers -------------------------------------------------------------------------------
 
