@@ -160,6 +160,19 @@ class FakeActor:
         return answer()
 
 
+def _assert_parameters(spec: ToolSpec, schema: dict[str, Any]) -> None:
+    """A tool's input schema (the toolset's or the MCP server's) holds exactly the list's parameters,
+    in order, with their defaults, descriptions and types, and requires those without a default."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    assert list(properties) == [p.name for p in spec.params], spec.name
+    assert schema.get("required", []) == [p.name for p in spec.params if p.default is inspect.Parameter.empty]
+    for p in spec.params:
+        prop = properties[p.name]
+        assert prop.get("default", inspect.Parameter.empty) == p.default, f"{spec.name}({p.name})"
+        assert prop["description"] == p.description, f"{spec.name}({p.name})"
+        assert _value_schema(prop) == TypeAdapter(p.type).json_schema(), f"{spec.name}({p.name})"
+
+
 def test_page_tools_and_the_ray_proxy_have_the_protocol_s_methods() -> None:
     """``PageTools`` and ``RemoteTools`` have exactly the protocol's methods (no public coroutine
     more or less), each with the protocol's parameters (names, kinds, types, defaults) and result
@@ -212,17 +225,7 @@ def test_the_toolset_is_the_list() -> None:
     for spec in TOOLS:
         definition = toolset.tools[spec.name].tool_def
         assert definition.description == spec.description, spec.name
-        schema = definition.parameters_json_schema
-        properties: dict[str, Any] = schema.get("properties", {})
-        assert list(properties) == [p.name for p in spec.params], spec.name
-        assert schema.get("required", []) == [
-            p.name for p in spec.params if p.default is inspect.Parameter.empty
-        ]
-        for p in spec.params:
-            prop = properties[p.name]
-            assert prop.get("default", inspect.Parameter.empty) == p.default, f"{spec.name}({p.name})"
-            assert prop["description"] == p.description, f"{spec.name}({p.name})"
-            assert _value_schema(prop) == TypeAdapter(p.type).json_schema(), f"{spec.name}({p.name})"
+        _assert_parameters(spec, definition.parameters_json_schema)
         assert definition.return_schema == _return_schema(_toolset_returns(spec)), spec.name
 
 
@@ -236,16 +239,7 @@ async def test_the_mcp_server_is_the_list() -> None:
     assert [t.name for t in listed] == [t.mcp for t in TOOLS]
     for spec, tool in zip(TOOLS, listed, strict=True):
         assert tool.description == spec.description, spec.name
-        properties: dict[str, Any] = tool.input_schema.get("properties", {})
-        assert list(properties) == [p.name for p in spec.params], spec.name
-        assert tool.input_schema.get("required", []) == [
-            p.name for p in spec.params if p.default is inspect.Parameter.empty
-        ]
-        for p in spec.params:
-            prop = properties[p.name]
-            assert prop.get("default", inspect.Parameter.empty) == p.default, f"{spec.name}({p.name})"
-            assert prop["description"] == p.description, f"{spec.name}({p.name})"
-            assert _value_schema(prop) == TypeAdapter(p.type).json_schema(), f"{spec.name}({p.name})"
+        _assert_parameters(spec, tool.input_schema)
         if spec.result is bytes:
             assert tool.output_schema is None, spec.name
         else:

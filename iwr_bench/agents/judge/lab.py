@@ -494,12 +494,8 @@ def _outcome(record: ActionRecord, evidence: Path) -> ActionOutcome:
     )
 
 
-def case_result(design: str, repeat: int, case: Case, replay: Replay, evidence: Path) -> CaseResult:
-    """What one replay says about one case."""
-    failed = [a for a in replay.actions if a.status == "failed"]
-    first, reason = (failed[0].index, failed[0].failure) if failed else (None, None)
-    if replay.failure is not None:  # the page itself failed (no page, did not load)
-        first, reason = 0, replay.failure
+def _result(design: str, repeat: int, case: Case, **judged: Any) -> CaseResult:
+    """A result of ``case``: its expectation, with what ``design`` found (``judged``)."""
     return CaseResult(
         design=design,
         repeat=repeat,
@@ -508,6 +504,20 @@ def case_result(design: str, repeat: int, case: Case, replay: Replay, evidence: 
         kind=case.kind,
         expected_first_failure=case.expected_first_failure,
         expected_reason=case.expected_reason,
+        **judged,
+    )
+
+
+def case_result(design: str, repeat: int, case: Case, replay: Replay, evidence: Path) -> CaseResult:
+    """What one replay says about one case."""
+    failed = [a for a in replay.actions if a.status == "failed"]
+    first, reason = (failed[0].index, failed[0].failure) if failed else (None, None)
+    if replay.failure is not None:  # the page itself failed (no page, did not load)
+        first, reason = 0, replay.failure
+    return _result(
+        design,
+        repeat,
+        case,
         total_steps=replay.total_steps,
         first_failure=first,
         reason=reason,
@@ -519,15 +529,4 @@ def not_judged(design: str, repeat: int, case: Case, actions: Sequence[str], err
     """The result of a case its design did not judge (its job failed or never ran): no failure is
     claimed, every action is ``not_run``, and ``error`` says why."""
     outcomes = [ActionOutcome(index=i, description=d, status="not_run") for i, d in enumerate(actions)]
-    return CaseResult(
-        design=design,
-        repeat=repeat,
-        task_id=case.task_id,
-        case=case.name,
-        kind=case.kind,
-        expected_first_failure=case.expected_first_failure,
-        expected_reason=case.expected_reason,
-        total_steps=len(outcomes),
-        actions=outcomes,
-        error=error,
-    )
+    return _result(design, repeat, case, total_steps=len(outcomes), actions=outcomes, error=error)
