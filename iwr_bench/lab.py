@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -104,8 +104,8 @@ class LabConfig(BaseModel):
     """Judge-model requests at once (``[limits] judge_calls``, whose default it has)."""
     judge_cache: bool = True
     """Reuse judge-model answers across runs (``[judge] cache``); repeats are asked again anyway."""
-    backend: Literal["in-process", "ray"] = "in-process"
-    """Where replays run (``[backend] kind``)."""
+    backend: str = "in-process"
+    """Where replays run (``[backend] kind``: ``in-process``, ``ray`` or a plugin's backend)."""
     ray_address: str = ""
     """``HOST:PORT`` of a Ray cluster's head (empty: a local Ray instance)."""
     plugins: list[str] = Field(default_factory=list[str])

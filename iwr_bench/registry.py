@@ -1,4 +1,4 @@
-"""Named factories for pluggable roles (generators, grounders, judges, metrics).
+"""Named factories for pluggable roles (generators, grounders, judges, metrics, backends, displays).
 
 A factory is registered under a role and a name with :func:`register`. Building through
 :func:`create` (or :func:`build`) returns the object plus a :class:`Spec` (role, name, arguments)
@@ -47,19 +47,22 @@ _LOADED_REFS: dict[str, str] = {}
 _ENTRY_POINTS_SEEN: set[tuple[str, str]] = set()
 
 ROLES: dict[str, tuple[str, ...]] = {
-    "generator": ("name",),
-    "grounder": (),
-    "assertions": (),
-    "rubric": ("name",),
-    "replay": ("name",),
-    "step": ("name",),
-    "metric": ("backend",),
+    "generator": ("__call__", "name"),
+    "grounder": ("__call__",),
+    "assertions": ("__call__",),
+    "rubric": ("__call__", "name"),
+    "replay": ("__call__", "name"),
+    "step": ("__call__", "name"),
+    "metric": ("__call__", "backend"),
+    "backend": ("name", "connect", "describe", "metrics", "open", "replay", "measure", "replays_over"),
+    "display": ("__call__", "drive"),
 }
-"""The roles a design can play (a closed set), each with the attributes its factory's product must
-have besides being callable: the members its Protocol requires (``iwr_bench.plugins`` documents
-them; capabilities with a default, such as a grounder's ``wants_screenshot``, are not required).
-:func:`build` checks every product, so a plugin whose factory returns the wrong thing fails at
-start-up in one line naming it, not in the middle of a run."""
+"""The roles a design can play (a closed set), each with the members its factory's product must
+have: those its Protocol requires (``iwr_bench.plugins`` documents them), ``__call__`` included
+for the roles whose product is called (all but ``backend``). Capabilities with a default, such as
+a grounder's ``wants_screenshot``, are not required. :func:`build` checks every product, so a
+plugin whose factory returns the wrong thing fails at start-up in one line naming it, not in the
+middle of a run."""
 
 BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "generator": ("iwr_bench.agents.generation", "iwr_bench.agents.generation.pages"),
@@ -77,6 +80,8 @@ BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "replay": ("iwr_bench.agents.judge.replay",),
     "step": ("iwr_bench.agents.judge.agent",),
     "metric": ("iwr_bench.metrics.pair",),
+    "backend": ("iwr_bench.engine.backends.designs",),
+    "display": ("iwr_bench.engine.progress", "iwr_bench.tui.display"),
 }
 """Modules whose import registers the built-in factories of each role (loaded on first lookup)."""
 
@@ -84,6 +89,7 @@ CONTEXT_PARAMETERS: dict[str, str] = {
     "judge_model": "the run's judge model (a pydantic-ai Model; its answers kept in the run store)",
     "votes": "[judge] votes",
     "retries": "[judge] retries",
+    "config": "the run's configuration (a RunConfig)",
 }
 """Parameters the engine fills from the run (when a factory declares them and no option sets them)."""
 
@@ -171,9 +177,9 @@ class Design(BaseModel):
     origin: Origin
     """Where its code came from."""
     options: list[Option]
-    """Options a run file may set (``[judge.<role>] options``)."""
+    """Options a run file may set (``[judge.<role>] options``, ``[backend] options``)."""
     receives: list[str]
-    """Run context it is given (``judge_model``, ``votes``, ``retries``)."""
+    """Run context it is given (``judge_model``, ``votes``, ``retries``, ``config``)."""
     summary: str
     """First line of the factory's docstring."""
 
@@ -271,8 +277,6 @@ def check_product(role: str, name: str, obj: object) -> None:
         UserError: one line naming the design, where its code came from, and what it lacks.
     """
     lacks = [member for member in ROLES[role] if not hasattr(obj, member)]
-    if not callable(obj):
-        lacks.insert(0, "__call__")
     if lacks:
         raise UserError(
             f"{role} {name!r} ({origin_of(role, name).label()}): its factory returned "

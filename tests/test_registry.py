@@ -61,7 +61,7 @@ def test_roles_are_a_closed_set() -> None:
     assert (
         roles()
         == sorted(ROLES)
-        == ["assertions", "generator", "grounder", "metric", "replay", "rubric", "step"]
+        == ["assertions", "backend", "display", "generator", "grounder", "metric", "replay", "rubric", "step"]
     )
     with pytest.raises(ValueError, match="unknown role 'grounderr'"):
         register("grounderr", "typo")

@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Literal, cast
+from typing import Annotated, Literal, cast, get_args
 
 from pydantic import BaseModel, Field
 from pydantic_core import from_json
@@ -199,19 +199,26 @@ class JudgeAnswer(JudgeCallEvent):
     """Why there is no answer (empty when there is one)."""
 
 
-AGENT_EVENTS: tuple[type[AgentEvent], ...] = (
-    ActionStarted,
-    ActionGrounded,
-    ActionExecuted,
-    AssertionVerdictEvent,
-    JudgeCallStarted,
-    JudgeDelta,
-    JudgeToolCall,
-    JudgeRetry,
-    JudgeAnswer,
-)
-"""Every event an agent emits; the engine carries each as the run event of the same name (which
-adds the run's envelope: sequence number, time, job), and refuses to start without one."""
+AnyAgentEvent = Annotated[
+    ActionStarted
+    | ActionGrounded
+    | ActionExecuted
+    | AssertionVerdictEvent
+    | JudgeCallStarted
+    | JudgeDelta
+    | JudgeToolCall
+    | JudgeRetry
+    | JudgeAnswer,
+    Field(discriminator="kind"),
+]
+"""Any event an agent emits (told apart by ``kind``); the engine carries each in one envelope
+(:class:`iwr_bench.engine.events.FromAgent`) that adds the run's sequence number, time and job."""
+
+AGENT_EVENTS: tuple[type[AgentEvent], ...] = get_args(get_args(AnyAgentEvent)[0])
+"""The classes of :data:`AnyAgentEvent`."""
+
+AGENT_KINDS: frozenset[str] = frozenset(t.model_fields["kind"].default for t in AGENT_EVENTS)
+"""Their ``kind`` values."""
 
 PROSE_FIELDS = ("reasoning", "reason", "explanation", "thinking")
 """Fields of a structured answer that are prose: streamed as text, not shown again as fields."""

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 import anyio
 
-from iwr_bench.engine.progress import LiveProgress, PlainProgress
+from iwr_bench import registry
+from iwr_bench.engine.progress import Display
 from iwr_bench.engine.run import Engine, RunOutcome
+from iwr_bench.registry import load_plugins
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # pyright: ignore[reportPrivateUsage]
 """The object ``add_subparsers`` returns; each command module's ``register`` receives it."""
@@ -44,24 +47,41 @@ def add_session_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--retry-failed", action="store_true", help="on resume, also redo pairs that failed")
     add_accept_changed(parser)
-    parser.add_argument("--tui", action="store_true", help="watch the work in the terminal UI")
+    add_display(parser, "watch the work in the terminal UI")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
-def drive(engine: Engine, *, tui: bool = False, quiet: bool = False) -> RunOutcome:
-    """Run a prepared engine to its end, under the terminal UI or with progress lines on stderr."""
-    if tui:
-        from iwr_bench.tui.app import run_tui
+def add_display(parser: argparse.ArgumentParser, tui_help: str) -> None:
+    """``--display NAME`` (a registered display) and its shorthand ``--tui``."""
+    parser.add_argument(
+        "--display",
+        metavar="NAME",
+        help="how to show the work: a registered display (built in: live, plain, tui; "
+        "default: live on a terminal, plain otherwise)",
+    )
+    parser.add_argument(
+        "--tui", dest="display", action="store_const", const="tui", help=f"{tui_help} (--display tui)"
+    )
 
-        return run_tui(engine)
-    progress: LiveProgress | PlainProgress | None = None
-    if not quiet:
-        progress = LiveProgress() if sys.stderr.isatty() else PlainProgress()
-    if progress is None:
-        return anyio.run(engine.run)
-    engine.bus.subscribe(progress)
-    with progress:
-        return anyio.run(engine.run)
+
+def pick_display(name: str | None, *, quiet: bool = False, plugins: Sequence[str] = ()) -> Display | None:
+    """The display named ``name`` (None: the live table on a terminal, plain lines otherwise; no
+    display with ``quiet``), built before the run folder is touched, ``plugins`` loaded first so a
+    plugin's display can be named.
+
+    Raises:
+        UserError: one line: no display of that name, or one that cannot play the role.
+    """
+    if name is None and quiet:
+        return None
+    load_plugins(plugins)
+    shown, _ = registry.build("display", name or ("live" if sys.stderr.isatty() else "plain"))
+    return cast("Display", shown)
+
+
+def drive(engine: Engine, display: Display | None) -> RunOutcome:
+    """Run a prepared engine to its end under ``display`` (None: nothing shown)."""
+    return anyio.run(engine.run) if display is None else display.drive(engine)
 
 
 def session_end(outcome: RunOutcome, command: str, out: Path) -> int:

@@ -12,7 +12,7 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
-from iwr_bench.cli._common import Subparsers
+from iwr_bench.cli._common import Subparsers, add_display
 from iwr_bench.engine.store import STORE_NAME
 
 
@@ -28,7 +28,7 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--out", type=Path, default=Path("build/demo"), help="run folder (default build/demo)")
     p.add_argument("--fresh", action="store_true", help="delete an earlier demo run and start over")
     p.add_argument("--only", help="comma-separated task ids to keep")
-    p.add_argument("--tui", action="store_true", help="watch it in the terminal UI")
+    add_display(p, "watch it in the terminal UI")
     p.set_defaults(func=cmd_demo)
 
 
@@ -44,6 +44,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         argv = ["run", "--resume", str(out)]
     else:
         argv = ["run", "--out", str(out), *(["--only", args.only] if args.only else [])]
-    if args.tui:
-        argv.append("--tui")
+    if args.display:
+        argv += ["--display", args.display]
     return main(argv)

@@ -11,7 +11,14 @@ import argparse
 import os
 from pathlib import Path
 
-from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.cli._common import (
+    Subparsers,
+    add_session_flags,
+    add_skip_invalid,
+    drive,
+    pick_display,
+    session_end,
+)
 from iwr_bench.cli.options import (
     add_budget_option,
     add_protocol_options,
@@ -82,6 +89,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate, then print a per-model summary; failed generations are recorded, not fatal."""
     config = _config(args)
+    display = pick_display(args.display, quiet=args.quiet, plugins=config.plugins)
     layout = RunLayout(
         args.out,
         front="generate",
@@ -99,7 +107,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         accept_changed_plugins=args.accept_changed_plugins,
     )
     prepared = engine.prepare()
-    outcome = drive(engine, tui=args.tui, quiet=args.quiet)
+    outcome = drive(engine, display)
     print_generation_summary(generation_results(prepared.store), prepared.budget, args.out)
     if prepared.skipped:
         print(skipped_line(len(prepared.skipped)))

@@ -10,7 +10,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from iwr_bench.cli._common import Subparsers, add_session_flags, add_skip_invalid, drive, session_end
+from iwr_bench.cli._common import (
+    Subparsers,
+    add_session_flags,
+    add_skip_invalid,
+    drive,
+    pick_display,
+    session_end,
+)
 from iwr_bench.cli.options import (
     add_judge_options,
     add_limit_options,
@@ -99,6 +106,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     if args.models:
         models = _chosen(models, args.models, args.pages)
     config = _config(args, models, mutant_tasks(args.pages, [t.id for t in tasks]))
+    display = pick_display(args.display, quiet=args.quiet, plugins=config.plugins)
     layout = RunLayout(
         args.out,
         front="judge",
@@ -118,7 +126,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         accept_changed_plugins=args.accept_changed_plugins,
     )
     prepared = engine.prepare()
-    outcome = drive(engine, tui=args.tui, quiet=args.quiet)
+    outcome = drive(engine, display)
     slugs = config.model_slugs
     results = read_evaluations(layout, [t.id for t in prepared.tasks], slugs)
     for r in results:

@@ -17,10 +17,10 @@ from iwr_bench.registry import Design, Option, designs, load_plugins, roles
 
 def register(sub: Subparsers) -> None:
     """Add ``iwr judges``."""
-    p = sub.add_parser("judges", help="the judge (and generator, metric) designs that can be used")
+    p = sub.add_parser("judges", help="the judge (and generator, metric, backend) designs that can be used")
     judges_sub = p.add_subparsers(dest="judges_command", required=True, metavar="COMMAND")
     ls = judges_sub.add_parser("list", help="every registered design: role, origin, options")
-    ls.add_argument("--role", help="only this role (grounder, assertions, rubric, generator, metric)")
+    ls.add_argument("--role", help=f"only this role ({', '.join(roles())})")
     ls.add_argument(
         "--plugin",
         action="append",

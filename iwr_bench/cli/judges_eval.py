@@ -24,7 +24,7 @@ from typing import Any
 
 from rich.console import Console
 
-from iwr_bench.cli._common import add_accept_changed, drive, session_end
+from iwr_bench.cli._common import add_accept_changed, add_display, drive, pick_display, session_end
 from iwr_bench.cli.options import add_judge_calls, add_pages_at_once, defaults
 from iwr_bench.errors import UserError
 from iwr_bench.lab import LabConfig, finish, prepare, report_run
@@ -85,7 +85,12 @@ def add_eval(judges_sub: Any) -> None:
     p.add_argument(
         "--no-judge-cache", action="store_true", help="do not reuse judge-model answers across runs"
     )
-    p.add_argument("--backend", choices=["in-process", "ray"], default="in-process", help="where replays run")
+    p.add_argument(
+        "--backend",
+        default="in-process",
+        metavar="NAME",
+        help="where replays run: in-process (default), ray, or a backend a plugin registers",
+    )
     p.add_argument("--ray-address", default="", metavar="HOST:PORT", help="a Ray cluster's head")
     p.add_argument(
         "--out",
@@ -99,7 +104,7 @@ def add_eval(judges_sub: Any) -> None:
     p.add_argument(
         "--report", action="store_true", help="measure the evaluation in --out again; judge nothing"
     )
-    p.add_argument("--tui", action="store_true", help="watch the judging in the terminal UI")
+    add_display(p, "watch the judging in the terminal UI")
     p.add_argument(
         "--html", type=Path, metavar="FILE", help="write the HTML report (images in img/ beside it)"
     )
@@ -167,6 +172,8 @@ def config_from(args: argparse.Namespace) -> LabConfig:
         raise UserError("--repeat, --pages-at-once and --judge-calls take a number of at least 1")
     if args.resamples < 100 or args.seed < 0:
         raise UserError("--resamples takes a number of at least 100, --seed one of at least 0")
+    if args.ray_address and args.backend != "ray":
+        raise UserError("--ray-address joins a Ray cluster: add --backend ray")
     given = {"case_timeout_s": args.case_timeout} if args.case_timeout is not None else {}
     return LabConfig(
         **given,
@@ -199,8 +206,9 @@ def _measured(args: argparse.Namespace) -> LabReport | int:
         if args.out is None:
             raise UserError("--report measures the evaluation in --out: give --out")
         return report_run(args.out, labels=config.labels, bootstrap=config.bootstrap)
+    display = pick_display(args.display, quiet=args.quiet, plugins=config.plugins)
     session = prepare(args.design, config)
-    outcome = drive(session.engine, tui=args.tui, quiet=args.quiet)
+    outcome = drive(session.engine, display)
     if outcome.status != "completed":
         if session.tmp is not None:
             session.tmp.cleanup()

@@ -10,7 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from iwr_bench.cli._common import Subparsers, add_accept_changed, add_skip_invalid, drive
+from iwr_bench.cli._common import (
+    Subparsers,
+    add_accept_changed,
+    add_display,
+    add_skip_invalid,
+    drive,
+    pick_display,
+)
 from iwr_bench.cli.options import (
     add_budget_option,
     add_judge_options,
@@ -26,6 +33,7 @@ from iwr_bench.cli.options import (
 from iwr_bench.cli.signals import exit_zero_on_stop, terminate_as_interrupt
 from iwr_bench.engine.config import RunConfig, load_run_config, parse_run_config, plugin_refs
 from iwr_bench.engine.lock import RunLock
+from iwr_bench.engine.progress import Display
 from iwr_bench.engine.run import Engine, RunOutcome, run_summary
 from iwr_bench.engine.store import STORE_NAME, RunStore
 from iwr_bench.errors import UserError
@@ -62,11 +70,12 @@ def register(sub: Subparsers) -> None:
     add_skip_invalid(p)
     p.add_argument(
         "--backend",
-        choices=["in-process", "ray"],
-        help=f"where replay and metrics run (default {defaults().backend.kind})",
+        metavar="NAME",
+        help="where replay and metrics run: in-process, ray, or a backend a plugin registers "
+        f"(default {defaults().backend.kind})",
     )
     p.add_argument("--address", metavar="HOST:PORT", help="with --backend ray: join this Ray cluster")
-    p.add_argument("--tui", action="store_true", help="watch the run in the terminal UI")
+    add_display(p, "watch the run in the terminal UI")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="no progress, only the final line")
     out.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
@@ -111,7 +120,9 @@ def _run_dir(args: argparse.Namespace, config: RunConfig) -> Path:
     return Path("runs") / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
 
 
-def _resumed_config(run_dir: Path, plugins: list[str] | None = None) -> RunConfig:
+def _resumed_config(run_dir: Path, plugins: list[str] | None = None, backend: str | None = None) -> RunConfig:
+    """The stored run's config, its plugins loaded again and its designs checked (the backend's too,
+    unless ``backend``, the one ``--backend`` names, replaces it)."""
     store = RunStore.open_run(run_dir, readonly=True)
     try:
         manifest = store.manifest()
@@ -127,7 +138,11 @@ def _resumed_config(run_dir: Path, plugins: list[str] | None = None) -> RunConfi
         raise UserError(f"{run_dir}: the run's manifest has no config; it cannot be resumed")
     config = parse_run_config(stored, f"{run_dir} manifest")  # pyright: ignore[reportUnknownArgumentType]
     judges = manifest.get("judges")
-    designs = judges.get("designs", {}) if isinstance(judges, dict) else {}  # pyright: ignore[reportUnknownMemberType]
+    designs = dict(judges.get("designs", {})) if isinstance(judges, dict) else {}  # pyright: ignore[reportUnknownMemberType,reportUnknownArgumentType]
+    recorded = manifest.get("backend")
+    design = recorded.get("design") if isinstance(recorded, dict) else None  # pyright: ignore[reportUnknownMemberType,reportUnknownVariableType]
+    if isinstance(design, dict) and not backend:
+        designs["backend"] = design
     extra = plugin_refs(plugins or [], Path.cwd())
     kept = reload_recorded(config.plugins, extra, designs)  # pyright: ignore[reportUnknownArgumentType]
     return config.model_copy(update={"plugins": kept})
@@ -141,16 +156,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     """
     with terminate_as_interrupt():
         config = None if args.resume else build_config(args)
+
+        def chosen_display(cfg: RunConfig) -> Display | None:
+            return pick_display(args.display, quiet=args.quiet or args.json, plugins=cfg.plugins)
+
+        display = None if config is None else chosen_display(config)  # a new run: before its folder
         run_dir: Path = args.resume or _run_dir(args, config or RunConfig())
         lock = RunLock(run_dir).acquire()  # a second process on this folder stops here, in one line
         try:
             if config is None:
-                config = _resumed_config(run_dir, args.plugin)
+                config = _resumed_config(run_dir, args.plugin, args.backend)
                 update = _backend(args, config.backend.model_dump())
                 config = config.model_copy(update={"backend": config.backend.model_validate(update)})
                 if args.no_judge_cache:  # a session setting: what is asked, not what it means
                     judge = config.judge.model_copy(update={"cache": False})
                     config = config.model_copy(update={"judge": judge})
+                display = chosen_display(config)
             if not args.resume and (run_dir / STORE_NAME).exists():
                 raise UserError(
                     f"{run_dir} already holds a run: continue it with `iwr run --resume {run_dir}`"
@@ -165,7 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
             try:
                 engine.prepare()
-                outcome = drive(engine, tui=args.tui, quiet=args.quiet or args.json)
+                outcome = drive(engine, display)
             except KeyboardInterrupt:
                 if not args.resume:
                     _discard_unstarted(engine, lock)

@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from iwr_bench.engine.events import Event, JudgeDelta
+from iwr_bench.agents.events import JudgeDelta
+from iwr_bench.engine.events import Event, FromAgent
 
 log = logging.getLogger(__name__)
 
@@ -104,4 +105,4 @@ class TextCoalescer:
 
     def _publish(self, key: tuple[str, str, str]) -> None:
         _, parts, _ = self._held.pop(key)
-        self.publish(JudgeDelta(job=key[0], call=key[1], role=key[2], text="".join(parts)))
+        self.publish(FromAgent(job=key[0], event=JudgeDelta(call=key[1], role=key[2], text="".join(parts))))

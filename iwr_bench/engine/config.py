@@ -76,7 +76,9 @@ A complete run file (every key is optional; the values shown are the defaults)::
                                   # then bounded per page; about 550 MiB more per slot)
 
     [backend]
-    kind = "in-process"           # or "ray": replay and metric workers as Ray actors (docs/scaling.md)
+    kind = "in-process"           # or "ray": replay and metric workers as Ray actors (docs/scaling.md),
+                                  # or the name of a backend a plugin registers
+    options = {}                  # a plugin backend's options (the built-in ones take none)
     address = ""                  # ray: HOST:PORT of a cluster's head; empty: a local Ray instance
 """
 
@@ -144,7 +146,7 @@ class RunConfig(BaseModel):
     browser: BrowserSettings = BrowserSettings()
     """Browser settings."""
     backend: BackendSettings = BackendSettings()
-    """Where the replay and metric stages run: in-process (default) or on Ray."""
+    """Where the replay and metric stages run: in-process (default), on Ray, or a plugin's backend."""
 
     @field_validator("models")
     @classmethod

@@ -7,11 +7,12 @@ Another process follows a run by reading the ``events`` table from the last sequ
 
 from __future__ import annotations
 
+import json
 import logging
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from iwr_bench.agents import events as agent
 from iwr_bench.scoring.formulas import Scores
@@ -117,40 +118,15 @@ class GenerationFinished(_Event):
     """Cost of the answer, when priced."""
 
 
-class ActionStarted(_Event, agent.ActionStarted):
-    """The executor began an action."""
+class FromAgent(_Event):
+    """An agent's event (an action, a verdict, a judge model call's progress) in a job: the one
+    envelope around every :data:`~iwr_bench.agents.events.AnyAgentEvent`, adding the run's sequence
+    number, time and job. Match the agent's event inside it:
+    ``case FromAgent(event=ActionStarted() as started)``."""
 
-
-class ActionGrounded(_Event, agent.ActionGrounded):
-    """A grounder chose an element (or none)."""
-
-
-class ActionExecuted(_Event, agent.ActionExecuted):
-    """An action finished: ok or failed with a reason."""
-
-
-class AssertionVerdictEvent(_Event, agent.AssertionVerdictEvent):
-    """An assertion judge's verdict on one action."""
-
-
-class JudgeCallStarted(_Event, agent.JudgeCallStarted):
-    """A judge asked its model a question: who asks, the request in one line, the attempt."""
-
-
-class JudgeDelta(_Event, agent.JudgeDelta):
-    """A piece of a judge model's streamed prose (coalesced: see :class:`TextCoalescer`)."""
-
-
-class JudgeToolCall(_Event, agent.JudgeToolCall):
-    """A tool a judge agent called."""
-
-
-class JudgeRetry(_Event, agent.JudgeRetry):
-    """A judge answer was sent back with feedback, or a failed request was retried."""
-
-
-class JudgeAnswer(_Event, agent.JudgeAnswer):
-    """A judge call ended: its structured answer as fields, or why there is none."""
+    kind: Literal["agent"] = "agent"
+    event: agent.AnyAgentEvent
+    """What the agent reported."""
 
 
 class EngineStatus(_Event):
@@ -281,15 +257,7 @@ Event = Annotated[
     | JobStarted
     | JobFinished
     | GenerationFinished
-    | ActionStarted
-    | ActionGrounded
-    | ActionExecuted
-    | JudgeCallStarted
-    | JudgeDelta
-    | JudgeToolCall
-    | JudgeRetry
-    | JudgeAnswer
-    | AssertionVerdictEvent
+    | FromAgent
     | EngineStatus
     | MetricComputed
     | MetricProgress
@@ -304,33 +272,20 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
 def parse_event(data: str | bytes) -> Event:
-    """An event from its JSON form."""
-    return EVENT_ADAPTER.validate_json(data)
+    """An event from its JSON form (also from runs recorded before agent events had an envelope,
+    when each was a run event of its own kind with the agent's fields beside the run's)."""
+    try:
+        return EVENT_ADAPTER.validate_json(data)
+    except ValidationError:
+        raw = json.loads(data)
+        if not (isinstance(raw, dict) and cast("dict[str, object]", raw).get("kind") in agent.AGENT_KINDS):
+            raise
+    fields = cast("dict[str, object]", raw)
+    envelope = {name: fields.pop(name) for name in ("seq", "time", "job") if name in fields}
+    return FromAgent.model_validate({**envelope, "event": fields})
 
 
-def _mirrors() -> dict[type[agent.AgentEvent], type[_Event]]:
-    """Each agent event type with the run event that carries it (the class below deriving from
-    both): found, not kept by hand, so an agent event without one fails at import."""
-    found = {
-        base: cls for cls in _Event.__subclasses__() for base in cls.__bases__ if base in agent.AGENT_EVENTS
-    }
-    missing = [t.__name__ for t in agent.AGENT_EVENTS if t not in found]
-    if missing:
-        raise TypeError(f"agent events with no run event: {', '.join(missing)}")
-    return found
-
-
-_AGENT_EVENTS = _mirrors()
-"""Agent event type -> the run event carrying it."""
-
-
-def from_agent(event: agent.AgentEvent, job: str, **changes: object) -> Event:
-    """The run event for an agent's event, in ``job`` (with ``changes`` to its fields).
-
-    Raises:
-        TypeError: an event type the engine does not know (a programming error).
-    """
-    cls = _AGENT_EVENTS.get(type(event))
-    if cls is None:
-        raise TypeError(f"unknown agent event {type(event).__name__}")
-    return cls(**{**event.model_dump(), **changes, "job": job})  # type: ignore[return-value]
+def from_agent(event: agent.AgentEvent, job: str, **changes: object) -> FromAgent:
+    """The run event carrying an agent's ``event`` in ``job`` (with ``changes`` to the agent's fields)."""
+    inner = type(event).model_validate({**event.model_dump(), **changes}) if changes else event
+    return FromAgent(job=job, event=inner)  # pyright: ignore[reportArgumentType]  # an AnyAgentEvent class

@@ -1,14 +1,20 @@
-"""Progress of a run without the TUI: a live rich table on a terminal, plain lines otherwise.
+"""Displays of a run: the registered ``display`` role, and the two built in without the TUI.
 
-Both are event subscribers; they only count and format, so they cost the run next to nothing.
-Both say what the engine is doing between job events (``EngineStatus``: loading metric models, the
-metrics queue) and when judge calls wait for their model: the live table in its caption, under a
-clock that runs on its own; the plain lines as ``[engine] ...`` when it changes (the metrics queue
-at most every 10 s; a wait for the judge model, which no event announces, from a ticker thread
-every 10 s while it lasts). Both show the metric stage's progress (``MetricProgress``: images done
-and left, each design's rate, the ETA): the live table in its caption while images are left, the
-plain lines as ``[metrics] ...`` (the first, the first with an ETA, then at most every 10 s, and
-the last at the run's end).
+A display is an event subscriber that also drives the run (:class:`Display`): most subscribe,
+run the engine and close (:class:`EventDisplay`); the terminal UI (``tui``, in
+:mod:`iwr_bench.tui.display`) runs the engine inside its app. ``iwr run --display NAME`` picks one;
+a plugin registers more with ``@register("display", NAME)``.
+
+The two here fold the stream with the same :class:`~iwr_bench.engine.run_state.RunState` as the
+TUI, and only format it, so they cost the run next to nothing:
+
+- ``live``: a rich table on a terminal, redrawn a few times a second under a clock that runs on its
+  own, with what the engine is doing in its caption (its statuses, the metric stage while images
+  are left, judge calls waiting for their model);
+- ``plain``: one line per finished job, for logs and pipes, and between them ``[engine] ...`` when
+  the engine's status changes (the metrics queue at most every 10 s, a wait for the judge model,
+  which no event announces, from a ticker thread every 10 s while it lasts) and ``[metrics] ...``
+  (the first, the first with an ETA, then at most every 10 s, and the last at the run's end).
 """
 
 from __future__ import annotations
@@ -16,157 +22,98 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from statistics import fmean
-from typing import TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
+import anyio
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from iwr_bench.engine.events import (
-    EngineStatus,
-    Event,
-    FailureEvent,
-    JobFinished,
-    JudgeAnswer,
-    JudgeCallStarted,
-    JudgeDelta,
-    JudgeRetry,
-    JudgeToolCall,
-    MetricProgress,
-    RunFinished,
-    RunStarted,
-)
+from iwr_bench.engine.events import EngineStatus, Event, JobFinished, MetricProgress, RunFinished
 from iwr_bench.engine.metric_text import summary
+from iwr_bench.engine.run_state import ModelView, RunState
+from iwr_bench.registry import register
 
-WAITING_S = 2.0
-"""A judge call with no word from its model for this long counts as waiting for it."""
-
-
-@dataclass
-class ModelProgress:
-    """Counters of one model."""
-
-    total: int = 0
-    generated: int = 0
-    judged: int = 0
-    failures: int = 0
-    cost_usd: float = 0.0
-    ifs: list[float] = field(default_factory=list[float])
-    vfs: list[float] = field(default_factory=list[float])
-    final: list[float] = field(default_factory=list[float])
+if TYPE_CHECKING:
+    from iwr_bench.engine.run import Engine, RunOutcome
 
 
-class ProgressState:
-    """What the progress views show, folded from events."""
+class Display(Protocol):
+    """Shows a run while it runs (the ``display`` role)."""
 
-    def __init__(self) -> None:
-        self.models: dict[str, ModelProgress] = {}
-        self.started = time.monotonic()
-        self.skipped = 0
-        self.statuses: dict[str, str] = {}
-        """What the engine is busy with, by key."""
-        self.calls: dict[str, float] = {}
-        """Open judge calls: monotonic time of the latest word from their model."""
-        self.metrics: MetricProgress | None = None
-        """The metric stage's latest progress."""
+    def __call__(self, event: Event) -> None:
+        """Take one event of the run (on the engine's event loop; must not block)."""
+        ...
 
-    def apply(self, event: Event) -> None:
-        """Fold one event in."""
-        if isinstance(event, RunStarted):
-            self.started = time.monotonic()
-            for m in event.models:
-                self.models.setdefault(m, ModelProgress()).total = len(event.model_tasks.get(m, event.tasks))
-        elif isinstance(event, JobFinished):
-            p = self.models.setdefault(event.model, ModelProgress())
-            if event.status == "skipped":
-                self.skipped += 1
-            if event.stage == "gen":
-                p.generated += 1
-                p.cost_usd += event.cost_usd
-            else:
-                p.judged += 1
-                if event.scores is not None:
-                    p.ifs.append(event.scores.ifs)
-                    p.vfs.append(event.scores.vfs)
-                    p.final.append(event.scores.final)
-        elif isinstance(event, JudgeCallStarted | JudgeDelta | JudgeRetry | JudgeToolCall):
-            self.calls[f"{event.job}/{event.call}"] = time.monotonic()
-        elif isinstance(event, JudgeAnswer):
-            self.calls.pop(f"{event.job}/{event.call}", None)
-        elif isinstance(event, EngineStatus):
-            if event.done:
-                self.statuses.pop(event.key, None)
-            else:
-                self.statuses[event.key] = event.text
-        elif isinstance(event, MetricProgress):
-            self.metrics = event
-        elif isinstance(event, FailureEvent) and event.job:
-            model = event.job.split("/")[-1]
-            self.models.setdefault(model, ModelProgress()).failures += 1
-
-    def eta_s(self) -> float | None:
-        """Seconds left at the judging rate so far (None before the first judged page)."""
-        done = sum(p.judged for p in self.models.values()) - self.skipped // 2
-        total = sum(p.total for p in self.models.values())
-        left = total - sum(p.judged for p in self.models.values())
-        if done <= 0 or left <= 0:
-            return None if left > 0 else 0.0
-        return (time.monotonic() - self.started) / done * left
-
-    def waiting(self) -> str | None:
-        """Judge calls whose model has said nothing for ``WAITING_S`` or more, in words (None: none)."""
-        now = time.monotonic()
-        waits = [now - heard for heard in list(self.calls.values()) if now - heard >= WAITING_S]
-        if not waits:
-            return None
-        calls = f"{len(waits)} call{'s' if len(waits) != 1 else ''}"
-        return f"waiting for the judge model ({calls}, longest {max(waits):.0f} s)"
-
-    def activity(self) -> list[str]:
-        """What the engine is doing: its statuses, the metric stage while images are left, and
-        judge calls waiting for their model."""
-        waiting = self.waiting()
-        m = self.metrics
-        metrics = [f"metrics: {summary(m, time.time())}"] if m is not None and m.left else []
-        return [*self.statuses.values(), *metrics, *([waiting] if waiting else [])]
-
-    def table(self) -> Table:
-        """The rich table."""
-        eta = self.eta_s()
-        elapsed = int(time.monotonic() - self.started)
-        clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
-        title = f"iwr run {clock}" + ("" if eta is None else f" - ETA {eta:.0f} s")
-        table = Table(title=title, caption="; ".join(self.activity()) or None)
-        for col in ("model", "generated", "judged", "IFS", "VFS", "Final", "failures", "cost"):
-            table.add_column(col, justify="left" if col == "model" else "right")
-        for name, p in self.models.items():
-            table.add_row(
-                name,
-                f"{p.generated}/{p.total}",
-                f"{p.judged}/{p.total}",
-                _mean(p.ifs),
-                _mean(p.vfs),
-                _mean(p.final),
-                str(p.failures),
-                f"${p.cost_usd:.4f}",
-            )
-        return table
+    def drive(self, engine: Engine) -> RunOutcome:
+        """Run the prepared ``engine`` to its end while showing it; how the run ended."""
+        ...
 
 
-def _mean(values: list[float]) -> str:
-    return f"{100 * fmean(values):.2f}" if values else "-"
+class EventDisplay:
+    """A display that only listens: :meth:`drive` subscribes it, opens it (``with``), runs the
+    engine and closes it. Subclasses implement ``__call__``, and ``__enter__``/``__exit__`` if they
+    hold something open."""
+
+    def __call__(self, event: Event) -> None:
+        """Take one event."""
+        raise NotImplementedError
+
+    def __enter__(self) -> EventDisplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def drive(self, engine: Engine) -> RunOutcome:
+        """Subscribe, open, run the engine, close."""
+        unsubscribe = engine.bus.subscribe(self)
+        try:
+            with self:
+                return anyio.run(engine.run)
+        finally:
+            unsubscribe()
 
 
-class LiveProgress:
+def _mean(view: ModelView, name: str) -> str:
+    value = view.mean(name)
+    return "-" if value is None else f"{value:.2f}"
+
+
+def table(state: RunState, now: float) -> Table:
+    """The live table of ``state`` at wall time ``now``."""
+    elapsed = int(state.clock(now))
+    clock = f"{elapsed // 3600}:{elapsed // 60 % 60:02d}:{elapsed % 60:02d}"
+    eta = state.eta
+    title = f"iwr run {clock}" + ("" if eta is None else f" - ETA {eta:.0f} s")
+    out = Table(title=title, caption=state.activity(now) or None)
+    for col in ("model", "generated", "judged", "IFS", "VFS", "Final", "failures", "cost"):
+        out.add_column(col, justify="left" if col == "model" else "right")
+    for name, m in state.models.items():
+        out.add_row(
+            name,
+            f"{m.generated}/{m.total}",
+            f"{m.judged}/{m.total}",
+            _mean(m, "ifs"),
+            _mean(m, "vfs"),
+            _mean(m, "final"),
+            str(sum(m.failures.values())),
+            f"${m.cost_usd:.4f}",
+        )
+    return out
+
+
+class LiveProgress(EventDisplay):
     """A live table on a terminal (refreshed a few times a second)."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.state = ProgressState()
+        self.state = RunState()
         self.console = console or Console(stderr=True)
         self.live = Live(
-            console=self.console, refresh_per_second=4, transient=False, get_renderable=self.state.table
+            console=self.console,
+            refresh_per_second=4,
+            transient=False,
+            get_renderable=lambda: table(self.state, time.time()),
         )  # redrawn on every refresh, so its clock runs without events
 
     def __call__(self, event: Event) -> None:
@@ -182,7 +129,7 @@ class LiveProgress:
         self.live.stop()
 
 
-class PlainProgress:
+class PlainProgress(EventDisplay):
     """One line per finished job (for logs and pipes), and ``[engine]`` lines between them."""
 
     QUEUE_EVERY_S = 10.0
@@ -193,7 +140,7 @@ class PlainProgress:
     """Seconds between two lines about the metric stage's progress."""
 
     def __init__(self, stream: TextIO | None = None, *, tick_s: float = 1.0) -> None:
-        self.state = ProgressState()
+        self.state = RunState()
         self.stream = stream or sys.stderr
         self.tick_s = tick_s
         self._said: dict[str, tuple[str, float]] = {}
@@ -207,15 +154,21 @@ class PlainProgress:
     def tick(self) -> None:
         """Say that judge calls wait for their model (no event marks a silence, so this polls)."""
         with self._lock:
-            waiting = self.state.waiting()
-            now = time.monotonic()
-            if waiting is None:
+            now = time.time()
+            waiting = self.state.waiting(now)
+            if not waiting:
                 self._wait_said = -float("inf")  # the next wait is said at once
                 return
             if now - self._wait_said < self.WAIT_EVERY_S:
                 return
             self._wait_said = now
-        print(f"[engine] {waiting}", file=self.stream, flush=True)
+            calls = f"{len(waiting)} call{'s' if len(waiting) != 1 else ''}"
+            longest = now - waiting[0][1].heard
+        print(
+            f"[engine] waiting for the judge model ({calls}, longest {longest:.0f} s)",
+            file=self.stream,
+            flush=True,
+        )
 
     def _tick_until_stopped(self) -> None:
         while not self._stop.wait(self.tick_s):
@@ -246,6 +199,18 @@ class PlainProgress:
         self._metrics_said = (text, now, known or (said is not None and said[2]))
         print(f"[metrics] {text}", file=self.stream, flush=True)
 
+    def _finished(self, event: JobFinished) -> None:
+        m = self.state.models.get(event.model) or ModelView(event.model)
+        what = "generated" if event.stage == "gen" else "judged"
+        line = f"[{event.model}] task {event.task_id} {what}"
+        if event.stage == "judge" and event.scores is not None:
+            s = event.scores
+            line += f": {s.success_steps}/{s.total_steps} actions, Final {100 * s.final:.1f}"
+        if event.failure:
+            line += f" ({event.failure})"
+        line += f"  [{m.judged}/{m.total} judged]"
+        print(line, file=self.stream, flush=True)
+
     def __call__(self, event: Event) -> None:
         """Subscriber."""
         with self._lock:
@@ -257,16 +222,7 @@ class PlainProgress:
         if isinstance(event, RunFinished):
             self._metrics(self.state.metrics, last=True)
         if isinstance(event, JobFinished) and event.status != "skipped":
-            p = self.state.models.get(event.model, ModelProgress())
-            what = "generated" if event.stage == "gen" else "judged"
-            line = f"[{event.model}] task {event.task_id} {what}"
-            if event.stage == "judge" and event.scores is not None:
-                s = event.scores
-                line += f": {s.success_steps}/{s.total_steps} actions, Final {100 * s.final:.1f}"
-            if event.failure:
-                line += f" ({event.failure})"
-            line += f"  [{p.judged}/{p.total} judged]"
-            print(line, file=self.stream, flush=True)
+            self._finished(event)
 
     def __enter__(self) -> PlainProgress:
         self._stop.clear()
@@ -279,3 +235,15 @@ class PlainProgress:
         if self._ticker is not None:
             self._ticker.join()
             self._ticker = None
+
+
+@register("display", "plain")
+def plain_display() -> PlainProgress:
+    """One line per finished job on stderr, and the engine's activity between them (for logs and pipes)."""
+    return PlainProgress()
+
+
+@register("display", "live")
+def live_display() -> LiveProgress:
+    """A live table on stderr: each model's progress, running means, failures and cost."""
+    return LiveProgress()

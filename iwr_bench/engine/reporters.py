@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import anyio
 
-from iwr_bench.agents.events import ActionExecuted as AgentActionExecuted
-from iwr_bench.agents.events import AgentEvent, Emit
-from iwr_bench.agents.events import JudgeDelta as AgentJudgeDelta
+from iwr_bench.agents.events import ActionExecuted, AgentEvent, Emit, JudgeDelta
 from iwr_bench.engine.bus import EventBus, TextCoalescer
 from iwr_bench.engine.events import from_agent
 from iwr_bench.engine.limits import NamedLimit, OccupancyReporter
@@ -42,11 +40,11 @@ class RunReporters:
 
         def sink(event: AgentEvent) -> None:
             self.watchdog.beat(jid, event)
-            if isinstance(event, AgentJudgeDelta):
+            if isinstance(event, JudgeDelta):
                 self.text.add(jid, event.role, event.text, event.call)
                 return
             changes: dict[str, object] = {}
-            if isinstance(event, AgentActionExecuted):
+            if isinstance(event, ActionExecuted):
                 self.actions_run += 1
                 if event.screenshot:
                     changes["screenshot"] = f"{evidence}/{event.screenshot}"

@@ -2,12 +2,12 @@
 
 A pair's stages are generate (model calls), replay (a browser page), metrics (metric workers,
 batched across pairs), rubric (judge calls) and record. Each waits on its own named limit and
-gives it back as soon as it is done, handing the next stage data (a page folder, a replay and
-its evidence folder, measured pairs), so while one page's metrics run the browser replays the
-next. Browser pages go round-robin over the models. Everything is recorded in the run's store
-as it happens, files first, so a run stopped in any way continues with ``resume=True``: finished
-jobs are skipped, answers already paid for are served from the response cache (generation) and
-the store (judge models), and the final scores equal those of a run that was never stopped.
+gives it back as soon as it is done, handing the next stage data (a page folder, a replay and its
+evidence folder, measured pairs), so while one page's metrics run the browser replays the next.
+Browser pages go round-robin over the models. Everything is recorded in the run's store as it
+happens, files first, so a run stopped in any way continues with ``resume=True``: finished jobs
+are skipped, answers paid for are served from the response cache (generation) and the store
+(judge models), and the final scores equal those of a run that was never stopped.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import anyio.to_thread
 from iwr_bench.agents.generation import Generator
 from iwr_bench.agents.generation.prompt import load_prompt_file
 from iwr_bench.dataset.layout import Task
-from iwr_bench.engine.backends.base import StageBackend, make_backend
+from iwr_bench.engine.backends.base import StageBackend, backend_record, make_backend
 from iwr_bench.engine.bus import EventBus
 from iwr_bench.engine.clock import StageName, WorkClock
 from iwr_bench.engine.config import RunConfig
@@ -252,7 +252,7 @@ class Engine:
         return {
             "front": self.layout.front,
             **run_manifest(self.config, run, self._pool(), metrics),
-            "backend": run.backend.describe(),
+            "backend": backend_record(self.config, run.backend),
             "task_features": self.reporters.task_features.describe(),
             **self.front_manifest,
         }

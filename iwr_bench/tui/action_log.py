@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from iwr_bench.tui.job_view import ActionView, JobView
+from iwr_bench.engine.views import ActionView, JobView
 
 VERDICTS = {"pass": "yes", "fail": "no", "undetermined": "undetermined", "error": "error"}
 """Filter words for the assertion verdicts."""

@@ -22,7 +22,7 @@ shown), each a widget of its own in :mod:`iwr_bench.tui.widgets`:
 
 Events come from a source: the engine's bus (in-process) or the run's store (attached, through
 :class:`~iwr_bench.engine.follow.StoreFollower`). The app folds them into a
-:class:`~iwr_bench.tui.state.RunState` and redraws a few times a second from it, only what
+:class:`~iwr_bench.engine.run_state.RunState` and redraws a few times a second from it, only what
 changed, so a run with thousands of jobs stays responsive. Styles are in ``app.tcss``.
 """
 
@@ -41,7 +41,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Header
 
 from iwr_bench.engine.events import Event
 from iwr_bench.engine.follow import StoreFollower
-from iwr_bench.tui.state import JobView, RunState
+from iwr_bench.engine.run_state import JobView, RunState
 from iwr_bench.tui.widgets.action_log import ActionLogView
 from iwr_bench.tui.widgets.confirm import ConfirmStop
 from iwr_bench.tui.widgets.detail import DetailView
@@ -103,6 +103,7 @@ class RunApp(App[None]):
         clock: Callable[[], float] = time.time,
         view: str = "overview",
         actions_filter: str = "",
+        state: RunState | None = None,
     ) -> None:
         super().__init__()
         self._start = (view, actions_filter)
@@ -114,7 +115,8 @@ class RunApp(App[None]):
         """Events to show from the start (a recorded stream)."""
         self.clock = clock
         """Wall clock of the status bar (tests fix it)."""
-        self.state = RunState()
+        self.state = state or RunState()
+        """The fold of the run's events that the views read."""
         self.following = True
         self.selected: str | None = None
         """Job shown in the detail view (None: the most recently active one)."""
@@ -369,11 +371,12 @@ class RunApp(App[None]):
         return self.state.active_job()
 
 
-def run_tui(engine: Engine) -> RunOutcome:
-    """Run ``engine`` inside the app; returns how the run ended (cancelled if stopped from the app)."""
+def run_tui(engine: Engine, state: RunState | None = None) -> RunOutcome:
+    """Run ``engine`` inside the app, folding its events into ``state`` (a new one if None); returns
+    how the run ended (cancelled if stopped from the app)."""
     from iwr_bench.engine.run import RunOutcome
 
-    app = RunApp(engine.run_dir, engine=engine)
+    app = RunApp(engine.run_dir, engine=engine, state=state)
     app.run()
     if app.outcome is not None:
         return app.outcome

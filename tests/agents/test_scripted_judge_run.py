@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from iwr_bench.agents.events import JudgeDelta, JudgeToolCall
 from iwr_bench.cli import main
-from iwr_bench.engine.events import JudgeDelta, JudgeToolCall
+from iwr_bench.engine.events import FromAgent
 from iwr_bench.engine.store import RunStore
 
 
@@ -50,7 +51,7 @@ browser_pages = 1
     store = RunStore.open_run(run, readonly=True)
     try:
         step = store.manifest()["judges"]["designs"]["step"]
-        events = list(store.iter_events())
+        events = [e.event for e in store.iter_events() if isinstance(e, FromAgent)]
     finally:
         store.close()
     assert (step["name"], step["model"]) == ("agent", "test:")

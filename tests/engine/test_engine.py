@@ -20,7 +20,7 @@ from suite_pages import reference_answer
 
 from iwr_bench.cli import main
 from iwr_bench.engine.config import parse_run_config
-from iwr_bench.engine.events import JobFinished, LimitOccupancy, parse_event
+from iwr_bench.engine.events import FromAgent, JobFinished, LimitOccupancy, parse_event
 from iwr_bench.engine.run import Engine, run_summary
 from iwr_bench.engine.store import RunStore
 from iwr_bench.scoring.formulas import Scores
@@ -64,7 +64,7 @@ def test_offline_demo_orders_the_baselines(tmp_path: Path, capsys: pytest.Captur
         assert manifest["policies"] == {"judge_error": "fail", "undetermined": "pass"}
         events = list(store.iter_events())
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
-        kinds = {e.kind for e in events}
+        kinds = {e.event.kind if isinstance(e, FromAgent) else e.kind for e in events}
         assert {"run_started", "job_finished", "action_executed", "metric_computed", "run_finished"} <= kinds
         assert any(isinstance(e, LimitOccupancy) and e.name == "browser pages" for e in events)
         finished = [e for e in events if isinstance(e, JobFinished) and e.stage == "judge"]

@@ -16,12 +16,13 @@ from PIL import Image
 from iwr_bench.cli import main
 from iwr_bench.engine.batching import BatchingMetric
 from iwr_bench.engine.deadlines import Background, StepTimeout
-from iwr_bench.engine.events import DesignProgress, Event, MetricProgress, RunFinished
+from iwr_bench.engine.events import DesignProgress, Event, MetricProgress, RunFinished, RunStarted
 from iwr_bench.engine.limits import NamedLimit
 from iwr_bench.engine.metric_progress import LoadTimer, MetricProgressReporter, combined_eta
 from iwr_bench.engine.metric_text import summary
-from iwr_bench.engine.progress import PlainProgress, ProgressState
+from iwr_bench.engine.progress import PlainProgress
 from iwr_bench.engine.rate import RateMeter, busy_seconds
+from iwr_bench.engine.run_state import RunState
 from iwr_bench.engine.store import RunStore
 from iwr_bench.metrics.backend import Backend
 from iwr_bench.metrics.cache import MetricCache
@@ -276,9 +277,10 @@ def test_the_summary_counts_skipped_running_and_failed_images() -> None:
     )
     assert summary(event, now=1100.0).endswith("ETA 0:00:14")  # counted down since the event
     assert summary(event, now=1200.0).endswith("ETA soon")
-    state = ProgressState()
+    state = RunState()
+    state.apply(RunStarted(run_id="r", models=["m"], tasks=[1], time=1000.0))
     state.apply(event)
-    assert any(a.startswith("metrics: 43/74 images done") for a in state.activity())
+    assert state.activity(1000.0).startswith("metrics 43/74 images, ETA 0:01:54")
 
 
 # -- a real run ----------------------------------------------------------------------------------------

@@ -21,10 +21,11 @@ from leftovers import survivors
 from run_store import done_jobs, reported_scores
 from suite_pages import reference_answer
 
+from iwr_bench.agents.events import ActionExecuted
 from iwr_bench.cli import main
 from iwr_bench.engine.backends.ray_backend import RayBackend
 from iwr_bench.engine.config import load_run_config
-from iwr_bench.engine.events import ActionExecuted, EngineStatus, Event, JobFinished
+from iwr_bench.engine.events import EngineStatus, Event, FromAgent, JobFinished
 from iwr_bench.engine.run import Engine
 from iwr_bench.engine.status import METRICS_QUEUE
 from iwr_bench.engine.store import RunStore
@@ -90,7 +91,7 @@ def test_a_local_ray_run_scores_as_in_process(
     assert not ray.is_initialized()
     store = RunStore.open_run(run, readonly=True)  # what `iwr watch` and the reports read
     try:
-        kinds = [e.kind for e in store.iter_events()]
+        kinds = [e.event.kind if isinstance(e, FromAgent) else e.kind for e in store.iter_events()]
         ran = [a for j in store.jobs("judge") for a in store.actions(j.id) if a["status"] != "not_run"]
         assert kinds.count("action_executed") == len(ran) > 0 and kinds.count("run_finished") == 1
         assert sum(isinstance(e, JobFinished) and e.stage == "judge" for e in store.iter_events()) == 2 * len(
@@ -146,7 +147,12 @@ async def test_a_killed_replay_worker_loses_only_its_pair(
     killed: list[str] = []
 
     def kill_mid_replay(event: Event) -> None:
-        if isinstance(event, ActionExecuted) and event.index == 2 and not killed:
+        if (
+            isinstance(event, FromAgent)
+            and isinstance(event.event, ActionExecuted)
+            and event.event.index == 2
+            and not killed
+        ):
             ray.kill(ray.get_actor("replay-1"))  # the only replay worker: it is replaying this pair
             killed.append(str(event.job))
 

@@ -71,20 +71,26 @@ def test_default_browser_pages_follow_cores_and_memory() -> None:
 
 def test_streamed_text_is_coalesced_in_order() -> None:
     """Tokens become one event per 1 KB (or 100 ms); another event of the job flushes them first."""
+    from iwr_bench.agents.events import ActionStarted, JudgeDelta
     from iwr_bench.engine.bus import TextCoalescer
-    from iwr_bench.engine.events import ActionStarted, Event, JudgeDelta
+    from iwr_bench.engine.events import Event, FromAgent, from_agent
 
     published: list[Event] = []
     text = TextCoalescer(published.append, every_s=60.0, max_chars=1024)
+
+    def deltas() -> list[JudgeDelta]:
+        return [e.event for e in published if isinstance(e, FromAgent) and isinstance(e.event, JudgeDelta)]
+
     for _ in range(300):
         text.add("judge/1/m", "assertions", "token-")  # 6 characters each: 1800 in all
-    assert [len(e.text) for e in published if isinstance(e, JudgeDelta)] == [1026]
+    assert [len(e.text) for e in deltas()] == [1026]
     text.flush("judge/1/m")
-    published.append(ActionStarted(job="judge/1/m", index=1, type="Click", description="the button"))
+    published.append(from_agent(ActionStarted(index=1, type="Click", description="the button"), "judge/1/m"))
     text.add("judge/2/m", "grounder", "x")
     text.flush_due()  # not yet due
-    assert "".join(e.text for e in published if isinstance(e, JudgeDelta)) == "token-" * 300
-    assert isinstance(published[-1], ActionStarted) and len(published) == 3
+    assert "".join(e.text for e in deltas()) == "token-" * 300
+    assert all(e.job == "judge/1/m" for e in published) and len(published) == 3
+    assert isinstance(published[-1], FromAgent) and isinstance(published[-1].event, ActionStarted)
     text.every_s = 0.0
     text.flush_due()
-    assert isinstance(published[-1], JudgeDelta) and published[-1].text == "x"
+    assert published[-1].job == "judge/2/m" and deltas()[-1].text == "x"

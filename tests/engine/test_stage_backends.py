@@ -39,7 +39,10 @@ def test_backend_settings_are_checked() -> None:
     config = parse_run_config({"backend": {"kind": "ray", "address": "head:6379", "tries": 2}})
     assert (config.backend.kind, config.backend.address, config.backend.tries) == ("ray", "head:6379", 2)
     with pytest.raises(UserError, match="backend"):
-        parse_run_config({"backend": {"kind": "spark"}})
+        parse_run_config({"backend": {"kind": "ray", "tries": 0}})
+    spark = parse_run_config({"backend": {"kind": "spark"}})  # any name: a plugin may register it
+    with pytest.raises(UserError, match=r"^unknown backend 'spark' \(known: in-process, ray"):
+        make_backend(spark)
 
 
 def test_folders_travel_by_content_digest(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.app import App
 from textual.geometry import Region
 
-from iwr_bench.engine.events import Event, parse_event
+from iwr_bench.engine.events import Event, FromAgent, parse_event
 
 DATA = Path(__file__).with_name("data")
 
@@ -18,10 +18,11 @@ def recorded_events() -> list[Event]:
     lines = (DATA / "events.jsonl").read_text().splitlines()
     events = [parse_event(line) for line in lines if line.strip()]
     for event in events:
+        inner = event.event if isinstance(event, FromAgent) else event
         for name in ("screenshot", "checkpoint"):
-            value = getattr(event, name, None)
+            value = getattr(inner, name, None)
             if value:
-                setattr(event, name, str(DATA / Path(value).name))
+                setattr(inner, name, str(DATA / Path(value).name))
     return events
 
 

@@ -19,12 +19,11 @@ from pathlib import Path
 
 from PIL import Image
 
+from iwr_bench.agents.events import ActionExecuted, ActionStarted, AssertionVerdictEvent
 from iwr_bench.engine.bus import EventBus
 from iwr_bench.engine.events import (
-    ActionExecuted,
-    ActionStarted,
-    AssertionVerdictEvent,
     Event,
+    FromAgent,
     JobFinished,
     JobStarted,
     RunFinished,
@@ -46,8 +45,9 @@ def main(run_dir: Path) -> None:
         event.time = START + 0.5 * event.seq
         if hasattr(event, "seconds"):
             event.seconds = 1.0  # type: ignore[attr-defined]
+        inner = event.event if isinstance(event, FromAgent) else event
         for name in ("screenshot", "checkpoint"):
-            value = getattr(event, name, None)
+            value = getattr(inner, name, None)
             if not value:
                 continue
             source = Path(value) if Path(value).is_absolute() else run_dir / value
@@ -55,7 +55,7 @@ def main(run_dir: Path) -> None:
             target = DATA / f"{model}-{source.name}"
             with Image.open(source) as im:
                 im.convert("RGB").resize((160, 90)).save(target, optimize=True)
-            setattr(event, name, target.name)
+            setattr(inner, name, target.name)
         lines.append(event.model_dump_json())
     (DATA / "events.jsonl").write_text("\n".join(lines) + "\n")
     store.close()
@@ -87,30 +87,29 @@ def judged_job(task_id: int, model: str, acts: list[Act], design: str = "") -> l
     events: list[Event] = [JobStarted(job=job, stage="judge", task_id=task_id, model=model)]
     for i, act in enumerate(acts):
         events.append(
-            ActionStarted(job=job, index=i, total=len(acts), type="Click", description=f"button {i + 1}")
+            FromAgent(
+                job=job,
+                event=ActionStarted(index=i, total=len(acts), type="Click", description=f"button {i + 1}"),
+            )
         )
         step = i + 1 if act.status == "ok" else i
-        events.append(
-            ActionExecuted(
-                job=job,
-                index=i,
-                status=act.status,
-                failure=act.failure,
-                message=f"{act.failure} at button {i + 1}" if act.failure else "",
-                screenshot=f"{folder}/step_{step}.png",
-            )
+        executed = ActionExecuted(
+            index=i,
+            status=act.status,
+            failure=act.failure,
+            message=f"{act.failure} at button {i + 1}" if act.failure else "",
+            screenshot=f"{folder}/step_{step}.png",
         )
+        events.append(FromAgent(job=job, event=executed))
         if act.verdict is not None:
-            events.append(
-                AssertionVerdictEvent(
-                    job=job,
-                    index=i,
-                    assertion=f"button {i + 1} turns green",
-                    verdict=act.verdict,
-                    reasoning=f"judged {act.verdict}",
-                    judge="made-up",
-                )
+            verdict = AssertionVerdictEvent(
+                index=i,
+                assertion=f"button {i + 1} turns green",
+                verdict=act.verdict,
+                reasoning=f"judged {act.verdict}",
+                judge="made-up",
             )
+            events.append(FromAgent(job=job, event=verdict))
     done = sum(a.status == "ok" for a in acts)
     scores = Scores(
         ifs=done / len(acts), lvs=0.0, hvs=None, vfs=0.0, final=done / len(acts), lvs_only=True,

@@ -13,9 +13,9 @@ from textual.widgets import DataTable, Static
 
 from iwr_bench.engine.events import RunStarted
 from iwr_bench.engine.follow import StoreFollower
+from iwr_bench.engine.run_state import RunState
 from iwr_bench.tui.action_log import action_rows, next_preset
 from iwr_bench.tui.app import RunApp
-from iwr_bench.tui.state import RunState
 from iwr_bench.tui.widgets.detail import DetailView
 from iwr_bench.tui.widgets.images import DiffPane, ImagePane
 from iwr_bench.tui.widgets.judge_panel import JudgePanel

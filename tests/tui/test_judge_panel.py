@@ -14,24 +14,21 @@ from pydantic_ai.models.function import AgentInfo
 from scripted_model import Scripted, answer_grounding, last_prompt, truthful_verdict
 from textual.widgets import Static
 
-from iwr_bench.agents.events import AgentEvent, emitting
+from iwr_bench.agents.events import (
+    ActionGrounded,
+    ActionStarted,
+    AgentEvent,
+    JudgeCallStarted,
+    JudgeDelta,
+    emitting,
+)
 from iwr_bench.agents.grounding import GroundingRequest
 from iwr_bench.agents.grounding_llm import LLMGrounder
 from iwr_bench.agents.judge.llm import LLMAssertionJudge
 from iwr_bench.agents.judge.records import AssertionRequest
 from iwr_bench.agents.judge.rubric import RubricJudge
 from iwr_bench.engine.bus import EventBus
-from iwr_bench.engine.events import (
-    ActionGrounded,
-    ActionStarted,
-    EngineStatus,
-    Event,
-    JobStarted,
-    JudgeCallStarted,
-    JudgeDelta,
-    RunStarted,
-    from_agent,
-)
+from iwr_bench.engine.events import EngineStatus, Event, FromAgent, JobStarted, RunStarted, from_agent
 from iwr_bench.engine.status import StatusReporter
 from iwr_bench.metrics import models
 from iwr_bench.tools.models import BoundingBox, Element, Observation
@@ -45,8 +42,10 @@ def _start() -> list[Event]:
     return [
         RunStarted(run_id="live", models=["m"], tasks=[7], time=1000.0),
         JobStarted(job=JOB, stage="judge", task_id=7, model="m", time=1000.0),
-        ActionStarted(
-            job=JOB, index=0, total=2, type="Click", description="the 'New Game' button", time=1001.0
+        FromAgent(
+            job=JOB,
+            time=1001.0,
+            event=ActionStarted(index=0, total=2, type="Click", description="the 'New Game' button"),
         ),
     ]
 
@@ -102,7 +101,7 @@ async def test_panel_shows_prose_then_fields_for_grounder_votes_and_rubric() -> 
             grounding = await LLMGrounder(Scripted(answer_grounding).model(), name="llm:s")(_request())
             request = AssertionRequest(assertion="a new game starts", before_png=PNG, after_png=PNG)
             await LLMAssertionJudge(Scripted(by_seed).model(), votes=3)(request)
-        app.feed([ActionGrounded(job=JOB, index=0, element=grounding.index, reason=grounding.reason)])
+        app.feed([from_agent(ActionGrounded(index=0, element=grounding.index, reason=grounding.reason), JOB)])
         with emitting(_Live(app)):
             await RubricJudge(Scripted(rubric).model())(PNG, PNG)
         app.redraw(force=True)
@@ -145,7 +144,6 @@ async def test_a_retry_is_shown_as_a_retry_with_its_feedback() -> None:
 
 def test_a_failed_grounding_reads_as_a_sentence() -> None:
     event = ActionGrounded(
-        job=JOB,
         index=0,
         element=None,
         description="the New Game button",
@@ -154,9 +152,7 @@ def test_a_failed_grounding_reads_as_a_sentence() -> None:
         threshold=0.45,
     )
     assert event.sentence() == "no element matched 'the New Game button' (best: 'Zzz', 0.05 < 0.45)"
-    llm = ActionGrounded(
-        job=JOB, index=0, element=None, description="the X", reason="nothing with that label"
-    )
+    llm = ActionGrounded(index=0, element=None, description="the X", reason="nothing with that label")
     assert llm.sentence() == "no element matched 'the X': nothing with that label"
 
 
@@ -204,7 +200,13 @@ async def test_clock_advances_with_no_events_and_status_says_what_the_engine_doe
             models.forget()
         # a judge call that has heard nothing from its model for a while
         app.feed(
-            [JudgeCallStarted(job=JOB, call="g-1", role="grounder", who="grounder", request="x", time=1070.0)]
+            [
+                FromAgent(
+                    job=JOB,
+                    time=1070.0,
+                    event=JudgeCallStarted(call="g-1", role="grounder", who="grounder", request="x"),
+                )
+            ]
         )
         app.tick()
         assert "waiting for the judge model: grounder, task 7 / m, 5 s" in str(bar.content)
@@ -228,10 +230,15 @@ def anyio_group() -> Any:
 def _mid_stream() -> list[Event]:
     events = _start()
     events += [
-        JudgeCallStarted(
-            job=JOB, call="g-1", role="grounder", who="grounder", request="Click: the 'New Game' button"
+        from_agent(
+            JudgeCallStarted(
+                call="g-1", role="grounder", who="grounder", request="Click: the 'New Game' button"
+            ),
+            JOB,
         ),
-        JudgeDelta(job=JOB, call="g-1", role="grounder", text="Two buttons mention a game; the one labelled"),
+        from_agent(
+            JudgeDelta(call="g-1", role="grounder", text="Two buttons mention a game; the one labelled"), JOB
+        ),
     ]
     return events
 
@@ -294,7 +301,11 @@ async def test_long_streams_scroll_and_the_user_can_pause_following() -> None:
         def stream(lines: int, start: int) -> None:
             for i in range(start, start + lines):
                 app.feed(
-                    [JudgeDelta(job=JOB, call="g-1", role="grounder", text=f"line {i} of the reasoning\n")]
+                    [
+                        from_agent(
+                            JudgeDelta(call="g-1", role="grounder", text=f"line {i} of the reasoning\n"), JOB
+                        )
+                    ]
                 )
             app.redraw(force=True)
 
@@ -320,19 +331,29 @@ async def test_long_streams_scroll_and_the_user_can_pause_following() -> None:
 
 
 def test_live_progress_clock_runs_without_events() -> None:
+    """The live table folds the stream with the TUI's RunState: the same clock and activity words."""
     import time
 
-    from iwr_bench.engine.progress import ProgressState
+    from iwr_bench.engine.progress import LiveProgress, table
 
-    state = ProgressState()
-    state.apply(RunStarted(run_id="r", models=["m"], tasks=[1]))
-    state.apply(EngineStatus(key="metric models", text="loading metric models (dino)"))
-    state.apply(JudgeCallStarted(job=JOB, call="g-1", role="grounder", who="grounder", request="x"))
-    state.calls[f"{JOB}/g-1"] -= 12  # its model silent for 12 s
-    state.started = time.monotonic() - 65  # a minute without an event
-    table = state.table()
-    assert "0:01:05" in str(table.title)
-    assert table.caption == "loading metric models (dino); waiting for the judge model (1 call, longest 12 s)"
+    live = LiveProgress()
+    now = time.time()
+    for event in [
+        RunStarted(run_id="r", models=["m"], tasks=[7], time=now - 65),  # a minute without an event
+        JobStarted(job=JOB, stage="judge", task_id=7, model="m", time=now - 60),
+        EngineStatus(key="metric models", text="loading metric models (dino)", time=now - 60),
+        FromAgent(  # its model silent for 12 s
+            job=JOB,
+            time=now - 12,
+            event=JudgeCallStarted(call="g-1", role="grounder", who="grounder", request="x"),
+        ),
+    ]:
+        live(event)
+    shown = table(live.state, now)
+    assert "0:01:05" in str(shown.title)
+    assert shown.caption == (
+        "loading metric models (dino); waiting for the judge model: grounder, task 7 / m, 12 s"
+    )
 
 
 @pytest.mark.anyio
@@ -365,12 +386,13 @@ def test_plain_progress_says_when_the_judge_model_keeps_a_call_waiting() -> None
 
     out = io.StringIO()
     with PlainProgress(out, tick_s=0.05) as progress:
-        progress(RunStarted(run_id="r", models=["m"], tasks=[1]))
-        progress(JudgeCallStarted(job=JOB, call="g-1", role="grounder", who="grounder", request="x"))
+        progress(RunStarted(run_id="r", models=["m"], tasks=[7]))
+        progress(JobStarted(job=JOB, stage="judge", task_id=7, model="m"))
+        progress(from_agent(JudgeCallStarted(call="g-1", role="grounder", who="grounder", request="x"), JOB))
         time.sleep(0.3)
         assert "waiting" not in out.getvalue()  # heard from 0.3 s ago: not waiting yet
         with progress._lock:  # pyright: ignore[reportPrivateUsage]
-            progress.state.calls[f"{JOB}/g-1"] -= 12  # its model silent for 12 s
+            progress.state.jobs["7/m"].calls["g-1"].heard -= 12  # its model silent for 12 s
         deadline = time.monotonic() + 5
         while "waiting" not in out.getvalue() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import recorded_events
+from conftest import DATA, recorded_events  # pyright: ignore[reportAttributeAccessIssue]
 from scripted_model import (
     Scripted,
     answer_grounding,
@@ -19,17 +19,18 @@ from scripted_model import (
 )
 from textual.widgets import DataTable, Static
 
+from iwr_bench.agents.events import ActionExecuted, ActionStarted
 from iwr_bench.agents.grounding_llm import LLMGrounder
 from iwr_bench.agents.judge.llm import LLMAssertionJudge
 from iwr_bench.engine.config import parse_run_config
-from iwr_bench.engine.events import JobFinished, JobStarted, RunStarted
+from iwr_bench.engine.events import FromAgent, JobFinished, JobStarted, RunStarted
 from iwr_bench.engine.follow import StoreFollower
 from iwr_bench.engine.judges import JudgeSet
 from iwr_bench.engine.run import Engine, run_summary
+from iwr_bench.engine.run_state import JobView, RunState
 from iwr_bench.engine.store import RunStore
 from iwr_bench.scoring.formulas import Scores
 from iwr_bench.tui.app import ConfirmStop, RunApp
-from iwr_bench.tui.state import JobView, RunState
 
 anyio_mark = pytest.mark.anyio
 
@@ -98,16 +99,19 @@ def test_state_is_bounded_and_counts_resumed_jobs_once() -> None:
             )
         )
     assert state.models["m"].judged == 1 and state.models["m"].mean("ifs") == pytest.approx(50)
-    from iwr_bench.engine.events import JudgeDelta
+    from iwr_bench.agents.events import ActionStarted, JudgeDelta
+    from iwr_bench.engine.events import FromAgent
+
+    def delta(seq: int) -> FromAgent:
+        return FromAgent(job="judge/7/m", seq=seq, event=JudgeDelta(role="assertions", text="x" * 10))
 
     for i in range(5000):
-        state.apply(JudgeDelta(job="judge/7/m", role="assertions", text="x" * 10, seq=10 + i))
+        state.apply(delta(10 + i))
     assert len(state.jobs["7/m"].actions) == 0  # text outside an action has nowhere to go
-    from iwr_bench.engine.events import ActionStarted
-
-    state.apply(ActionStarted(job="judge/7/m", index=0, total=1, type="Click", description="x", seq=9000))
+    started = ActionStarted(index=0, total=1, type="Click", description="x")
+    state.apply(FromAgent(job="judge/7/m", seq=9000, event=started))
     for i in range(5000):
-        state.apply(JudgeDelta(job="judge/7/m", role="assertions", text="x" * 10, seq=9001 + i))
+        state.apply(delta(9001 + i))
     calls = state.jobs["7/m"].actions[0].calls  # a call without an id (an older run): one per role
     assert len(calls) == 1 and len(calls[0].text) <= 4000 and calls[0].text.endswith("x" * 10)
 
@@ -280,7 +284,15 @@ def test_recorded_stream_is_a_finished_run() -> None:
     events = recorded_events()
     assert isinstance(events[0], RunStarted)
     assert sum(isinstance(e, JobStarted) and e.stage == "judge" for e in events) == 3
-    assert all(Path(e.screenshot).is_file() for e in events if getattr(e, "screenshot", None))  # type: ignore[attr-defined]
+    shots = [
+        e.event.screenshot for e in events if isinstance(e, FromAgent) and isinstance(e.event, ActionExecuted)
+    ]
+    assert shots and all(Path(s).is_file() for s in shots if s)
+    # the stream was recorded before agent events had an envelope: its flat records come back in one
+    raw = (DATA / "events.jsonl").read_text()
+    assert '"kind":"action_started"' in raw and '"kind":"agent"' not in raw
+    started = [e for e in events if isinstance(e, FromAgent) and isinstance(e.event, ActionStarted)]
+    assert started and all(e.job and e.seq and e.time for e in started)
     state = RunState()
     for event in events:
         state.apply(event)

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
+
+from iwr_bench import registry
 
 if TYPE_CHECKING:
     from iwr_bench.agents.judge.executor import Executor
@@ -66,10 +68,12 @@ Timer = Callable[[], AbstractContextManager[None]]
 
 
 class StageBackend(Protocol):
-    """Runs the replay and metric stages of (task, model) pairs somewhere."""
+    """Runs the replay and metric stages of (task, model) pairs somewhere: the product of a design
+    registered under the ``backend`` role (built-in: ``in-process`` and ``ray``), which
+    ``[backend] kind`` or ``--backend`` picks. Every member below is required."""
 
     name: str
-    """``in-process`` or ``ray``."""
+    """The backend's name (the built-in ones: ``in-process``, ``ray``)."""
 
     def connect(self) -> None:
         """Reach the place the stages run (start or join a cluster); called while the run is set up.
@@ -110,11 +114,26 @@ class StageBackend(Protocol):
 
 
 def make_backend(cfg: RunConfig) -> StageBackend:
-    """The backend a run's ``[backend]`` section names (Ray is imported only for ``kind = "ray"``)."""
-    if cfg.backend.kind == "ray":
-        from iwr_bench.engine.backends.ray_backend import RayBackend
+    """The backend design a run's ``[backend] kind`` names, built with ``[backend] options`` (its
+    factory may also declare ``config`` to receive the run's :class:`RunConfig`). The built-in ones
+    are ``in-process`` and ``ray``; Ray is imported only when a run asks for it.
 
-        return RayBackend(cfg.backend, cfg)
-    from iwr_bench.engine.backends.inprocess import InProcessBackend
+    Raises:
+        UserError: one line: an unknown kind (naming the known ones), options the factory refuses,
+            or a product that lacks a member of :class:`StageBackend`.
+    """
+    backend, _ = registry.build("backend", cfg.backend.kind, cfg.backend.options, context={"config": cfg})
+    return cast("StageBackend", backend)
 
-    return InProcessBackend()
+
+def backend_record(cfg: RunConfig, backend: StageBackend) -> dict[str, Any]:
+    """What the manifest keeps about a run's backend: what it describes of itself (``kind`` first,
+    the registered name unless it says otherwise) and ``design``: its name, where its code came
+    from and its options, as a judge design is recorded."""
+    kind = cfg.backend.kind
+    design: dict[str, Any] = {
+        "name": kind,
+        **registry.origin_of("backend", kind).model_dump(exclude_none=True),
+        "options": dict(cfg.backend.options),
+    }
+    return {"kind": kind, **backend.describe(), "design": design}

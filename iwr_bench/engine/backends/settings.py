@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,9 +12,13 @@ class BackendSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["in-process", "ray"] = "in-process"
-    """``in-process`` (default: one process, no Ray needed) or ``ray`` (replay and metric workers
-    as Ray actors)."""
+    kind: str = "in-process"
+    """The backend design: ``in-process`` (default: one process, no Ray needed), ``ray`` (replay and
+    metric workers as Ray actors), or a name a plugin registered under the ``backend`` role. An
+    unknown name fails when the run is set up, in one line naming the known ones."""
+    options: dict[str, Any] = Field(default_factory=dict[str, Any])
+    """Options of a plugin's backend (its factory's parameters); the built-in ones take none (Ray's
+    settings are the fields below)."""
     address: str = ""
     """Ray only: the cluster to join (``HOST:PORT`` of ``ray start --head``, or ``auto``); empty: start
     a local Ray instance sized to this machine."""

@@ -17,8 +17,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from iwr_bench.engine.run_state import RunState
 from iwr_bench.tui.action_log import ActionRow, action_rows, keeps, next_preset
-from iwr_bench.tui.state import RunState
 
 COLUMNS = ("task", "model", "design", "#", "status", "failure", "verdict", "description")
 REBUILD_S = 1.0

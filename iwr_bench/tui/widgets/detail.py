@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from iwr_bench.tui.state import ActionView, JobView
+from iwr_bench.engine.run_state import ActionView, JobView
 from iwr_bench.tui.widgets.common import pct
 from iwr_bench.tui.widgets.images import DiffPane, ImagePane
 from iwr_bench.tui.widgets.judge_panel import JudgePanel

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input
 
-from iwr_bench.tui.state import JobView, RunState
+from iwr_bench.engine.run_state import JobView, RunState
 from iwr_bench.tui.widgets.common import pct
 
 COLUMNS = (

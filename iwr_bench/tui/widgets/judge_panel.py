@@ -19,7 +19,7 @@ from textual.events import MouseScrollUp
 from textual.message import Message
 from textual.widgets import Static
 
-from iwr_bench.tui.state import ActionView, CallView, JobView
+from iwr_bench.engine.run_state import ActionView, CallView, JobView
 
 ROLE_STYLE = {"grounder": "cyan", "assertions": "magenta", "rubric": "yellow", "step": "green"}
 

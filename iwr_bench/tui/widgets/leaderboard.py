@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from iwr_bench.tui.state import RunState
+from iwr_bench.engine.run_state import RunState
 from iwr_bench.tui.widgets.common import pct
 
 

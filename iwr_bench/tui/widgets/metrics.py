@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from iwr_bench.engine.metric_text import counts_text, eta_text, rate_text
-from iwr_bench.tui.state import RunState
+from iwr_bench.engine.run_state import RunState
 from iwr_bench.tui.widgets.common import bar
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from iwr_bench.tui.state import RunState
+from iwr_bench.engine.run_state import RunState
 from iwr_bench.tui.widgets.common import duration
 
 

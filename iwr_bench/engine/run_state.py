@@ -1,36 +1,41 @@
-"""What the terminal UI shows, folded from a run's events (no Textual here, so it is easy to test).
+"""A run as its displays show it, folded from its events: the one fold of the event stream.
 
-:class:`RunState` applies events one by one (:meth:`RunState.apply`) and keeps only what the
-views need: per-model progress and running means, per-job rows, the limits' occupancy, the
-metric stage's progress, and for each job the trajectory with verdicts and screenshots, the
-judge's recent streamed text and tool calls, and the latest screenshot beside its reference
-checkpoint. A pair judged by several judge designs has a row per design (:meth:`RunState.job`).
-Everything is bounded, so a run with thousands of jobs and millions of streamed tokens keeps a
-small, constant footprint per job.
+The terminal UI and the plain and live progress (:mod:`iwr_bench.engine.progress`) read the same
+:class:`RunState`, which applies events one by one (:meth:`RunState.apply`; no Textual here, so it
+is easy to test) and keeps only what they need: per-model progress and running means, per-job
+rows, the limits' occupancy, the metric stage's progress, and for each job the trajectory with
+verdicts and screenshots, the judge's recent streamed text and tool calls, and the latest
+screenshot beside its reference checkpoint (the rows are in :mod:`iwr_bench.engine.views`). A pair
+judged by several judge designs has a row per design (:meth:`RunState.job`). Everything is
+bounded, so a run with thousands of jobs and millions of streamed tokens keeps a small, constant
+footprint per job.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from statistics import fmean
 
-from iwr_bench.engine.events import (
+from iwr_bench.agents.events import (
     ActionExecuted,
     ActionGrounded,
     ActionStarted,
+    AnyAgentEvent,
     AssertionVerdictEvent,
-    EngineStatus,
-    Event,
-    FailureEvent,
-    GenerationFinished,
-    JobFinished,
-    JobQueued,
-    JobStarted,
     JudgeAnswer,
     JudgeCallStarted,
     JudgeDelta,
     JudgeRetry,
     JudgeToolCall,
+)
+from iwr_bench.engine.events import (
+    EngineStatus,
+    Event,
+    FailureEvent,
+    FromAgent,
+    GenerationFinished,
+    JobFinished,
+    JobQueued,
+    JobStarted,
     LimitOccupancy,
     MetricComputed,
     MetricProgress,
@@ -38,44 +43,21 @@ from iwr_bench.engine.events import (
     RunStarted,
 )
 from iwr_bench.engine.metric_text import eta_text
-from iwr_bench.tui.job_view import INFRA, ActionView, CallEntry, CallView, JobView, job_key
+from iwr_bench.engine.views import (
+    INFRA,
+    ActionView,
+    CallEntry,
+    CallView,
+    JobView,
+    LimitView,
+    ModelView,
+    job_key,
+)
 
 __all__ = ["INFRA", "ActionView", "CallEntry", "CallView", "JobView", "LimitView", "ModelView", "RunState"]
 
 WAITING_S = 2.0
 """A judge call with no word from its model for this long is shown as waiting for it."""
-
-
-@dataclass
-class ModelView:
-    """Progress and running means of one model."""
-
-    name: str
-    total: int = 0
-    generated: int = 0
-    judged: int = 0
-    cost_usd: float = 0.0
-    scores: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
-    """Per score name, the values of the judged tasks (0-1)."""
-    failures: dict[str, int] = field(default_factory=dict[str, int])
-    """Infrastructure failures by class."""
-    mistakes: dict[str, int] = field(default_factory=dict[str, int])
-    """The model's own failures (element_not_found, assertion_failed, ...)."""
-
-    def mean(self, name: str) -> float | None:
-        """Mean of a score over judged tasks (x100), or None."""
-        values = self.scores.get(name)
-        return 100 * fmean(values) if values else None
-
-
-@dataclass
-class LimitView:
-    """Occupancy of a named limit."""
-
-    name: str
-    capacity: int
-    in_use: int = 0
-    waiting: int = 0
 
 
 @dataclass
@@ -156,7 +138,11 @@ class RunState:
         if view is not None:
             view.seq = event.seq
             self.dirty.add(view.key)
-            if self._apply_job(view, event) or self._apply_judge(view, event):
+            if isinstance(event, FromAgent):
+                if not self._apply_action(view, event.event):
+                    self._apply_judge(view, event.event, event.time)
+                return
+            if self._apply_job(view, event):
                 return
         self._apply_run(event)
 
@@ -193,7 +179,7 @@ class RunState:
                 pass
 
     def _apply_job(self, view: JobView, event: Event) -> bool:
-        """Fold in an event of ``view``'s stages and actions; whether it was one."""
+        """Fold in an event of ``view``'s stages; whether it was one."""
         match event:
             case JobQueued() | JobStarted():
                 state = "queued" if isinstance(event, JobQueued) else "running"
@@ -204,6 +190,16 @@ class RunState:
                 self._finished(view, event)
             case GenerationFinished():
                 view.cost_usd += event.cost_usd or 0.0
+            case FailureEvent():
+                view.failure, view.message = event.failure, event.message
+            case _:
+                return False
+        return True
+
+    @staticmethod
+    def _apply_action(view: JobView, event: AnyAgentEvent) -> bool:
+        """Fold in an agent's event about one of ``view``'s actions; whether it was one."""
+        match event:
             case ActionStarted():
                 view.step, view.total = event.index + 1, event.total or view.total
                 view.actions = [a for a in view.actions if a.index < event.index]
@@ -229,22 +225,21 @@ class RunState:
                         event.votes,
                     )
                     action.assertion = event.assertion
-            case FailureEvent():
-                view.failure, view.message = event.failure, event.message
             case _:
                 return False
         return True
 
-    def _apply_judge(self, view: JobView, event: Event) -> bool:
-        """Fold in an event of one of ``view``'s judge calls; whether it was one."""
+    @staticmethod
+    def _apply_judge(view: JobView, event: AnyAgentEvent, time: float) -> None:
+        """Fold in an agent's event about one of ``view``'s judge calls (made at ``time``)."""
         match event:
             case JudgeCallStarted():
                 call = view.call(event.call, event.role)
                 call.who, call.request, call.started, call.heard = (
                     event.who,
                     event.request,
-                    event.time,
-                    event.time,
+                    time,
+                    time,
                 )
                 if event.attempt > 1:
                     call.entries.append(CallEntry("retry", f"attempt {event.attempt}"))
@@ -255,10 +250,10 @@ class RunState:
                         call.add_prose(event.text)
                     else:
                         call.add_legacy(event.text)
-                    call.heard = event.time
+                    call.heard = time
             case JudgeToolCall():
                 call = view.call(event.call, event.role)
-                call.heard = event.time
+                call.heard = time
                 text = (
                     f"{event.tool} -> {event.result[:120]}"
                     if event.result
@@ -272,7 +267,7 @@ class RunState:
                 call.entries.append(
                     CallEntry("retry", f"retry {event.attempt} ({what}): {event.error[:300]}")
                 )
-                call.heard = event.time
+                call.heard = time
                 view.log.append(f"{event.role}: retry {event.attempt}: {event.error[:160]}")
             case JudgeAnswer():
                 call = view.call(event.call, event.role)
@@ -280,11 +275,10 @@ class RunState:
                     event.fields or None,
                     event.error,
                     True,
-                    event.time,
+                    time,
                 )
             case _:
-                return False
-        return True
+                pass
 
     def _finished(self, view: JobView, event: JobFinished) -> None:
         model = self.models.setdefault(view.model, ModelView(view.model))
@@ -334,21 +328,27 @@ class RunState:
         end = now if self.status == "running" else (self.last_time or self.started)
         return max(0.0, end - self.started)
 
-    def activity(self, now: float) -> str:
-        """What the engine is doing, for the status line, when events say so (else "")."""
-        parts = list(self.statuses.values())
-        m = self.metrics
-        if m is not None and m.left and self.status == "running":
-            parts.append(f"metrics {m.done}/{m.total} images, {eta_text(m, now)}")
-        waiting = [
+    def waiting(self, now: float) -> list[tuple[JobView, CallView]]:
+        """Judge calls in progress whose model has said nothing for ``WAITING_S`` or more, the
+        longest silent first."""
+        calls = [
             (job, c)
             for job in self.jobs.values()
             if job.status == "judging"
             for c in job.calls.values()
             if not c.done and c.started and now - c.heard >= WAITING_S
         ]
+        return sorted(calls, key=lambda jc: jc[1].heard)
+
+    def activity(self, now: float) -> str:
+        """What the engine is doing, for a status line, when events say so (else "")."""
+        parts = list(self.statuses.values())
+        m = self.metrics
+        if m is not None and m.left and self.status == "running":
+            parts.append(f"metrics {m.done}/{m.total} images, {eta_text(m, now)}")
+        waiting = self.waiting(now)
         if waiting:
-            job, c = min(waiting, key=lambda jc: jc[1].heard)
+            job, c = waiting[0]
             more = f" (+{len(waiting) - 1} more)" if len(waiting) > 1 else ""
             parts.append(
                 f"waiting for the judge model: {c.who or c.role}, task {job.task_id} / {job.model}, "

@@ -1,4 +1,6 @@
-"""One job as the terminal UI shows it: its trajectory, judge calls and screenshots.
+"""The rows of a run as its displays show it (:class:`~iwr_bench.engine.run_state.RunState` keeps
+them): a model's progress (:class:`ModelView`), a limit's occupancy (:class:`LimitView`), and a job
+with its trajectory, judge calls and screenshots.
 
 :class:`JobView` is a (task, model) pair, or a (task, model, design) triple when the run judges
 the same page with several judge designs (job ids ``judge/<task>/<model>/<design>``). Its
@@ -12,6 +14,7 @@ import json
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from statistics import fmean
 from typing import cast
 
 from iwr_bench.agents.events import PROSE_FIELDS, prose_of
@@ -247,3 +250,35 @@ def _shown(value: object) -> str | int | float | bool | None:
 def job_key(task_id: int, model: str, design: str = "") -> str:
     """The key of a job's row: ``<task>/<model>``, with ``/<design>`` when it has one."""
     return f"{task_id}/{model}/{design}" if design else f"{task_id}/{model}"
+
+
+@dataclass
+class ModelView:
+    """Progress and running means of one model."""
+
+    name: str
+    total: int = 0
+    generated: int = 0
+    judged: int = 0
+    cost_usd: float = 0.0
+    scores: dict[str, list[float]] = field(default_factory=dict[str, list[float]])
+    """Per score name, the values of the judged tasks (0-1)."""
+    failures: dict[str, int] = field(default_factory=dict[str, int])
+    """Infrastructure failures by class."""
+    mistakes: dict[str, int] = field(default_factory=dict[str, int])
+    """The model's own failures (element_not_found, assertion_failed, ...)."""
+
+    def mean(self, name: str) -> float | None:
+        """Mean of a score over judged tasks (x100), or None."""
+        values = self.scores.get(name)
+        return 100 * fmean(values) if values else None
+
+
+@dataclass
+class LimitView:
+    """Occupancy of a named limit."""
+
+    name: str
+    capacity: int
+    in_use: int = 0
+    waiting: int = 0
