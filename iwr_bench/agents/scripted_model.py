@@ -52,6 +52,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from iwr_bench.agents.events import PROSE_FIELDS
 from iwr_bench.errors import UserError
+from iwr_bench.tools.surface import tool_for
 
 PROVIDER = "test"
 """The model-name prefix that selects this model."""
@@ -68,7 +69,9 @@ CHUNK = 8
 MAX_DELAY = 10.0
 """Longest ``delay`` option (seconds before each streamed piece)."""
 
-_ACTION_TOOLS = ("click", "type_text", "press", "scroll")
+_FALLBACK_ACTIONS = tuple(tool_for(method).name for method in ("click", "type", "press"))
+"""The action tools tried, in this order, when the prompt names none (names from the one tool list)."""
+_OBSERVE = tool_for("observe").name
 _STOP = frozenset(
     ["a", "an", "and", "at", "by", "for", "in", "into", "of", "on", "or", "the", "then", "to", "with"]
 )
@@ -412,7 +415,7 @@ def _action_tool(request: Request, tools: dict[str, ToolDefinition]) -> ToolDefi
     named = re.search(r"Your action tool: (\w+)", request.text)
     if named and named.group(1) in tools:
         return tools[named.group(1)]
-    return next((tools[n] for n in _ACTION_TOOLS[:3] if n in tools), None)
+    return next((tools[n] for n in _FALLBACK_ACTIONS if n in tools), None)
 
 
 def _tool_limit(request: Request) -> int:
@@ -441,9 +444,9 @@ def next_tool_call(request: Request, info: AgentInfo) -> Turn | None:
     if "index" not in schema.get("properties", {}):
         return Turn(f"Scripted (test model): performing the step with {action.name}.\n", action.name, {})
     elements = candidates(request)
-    observed = any(c.tool_name == "observe" for c in request.calls)
-    if not elements and "observe" in tools and not observed and limit - len(request.calls) >= 2:
-        return Turn("Scripted (test model): listing the page's elements first.\n", "observe", {})
+    observed = any(c.tool_name == _OBSERVE for c in request.calls)
+    if not elements and _OBSERVE in tools and not observed and limit - len(request.calls) >= 2:
+        return Turn("Scripted (test model): listing the page's elements first.\n", _OBSERVE, {})
     used = {c.args_as_dict().get("index") for c in calls}
     ranked = [e for e in rank(description(request), elements) if e[0] not in used]
     if not ranked:
