@@ -281,7 +281,7 @@ def parse_event(data: str | bytes) -> Event:
         if not (isinstance(raw, dict) and cast("dict[str, object]", raw).get("kind") in agent.AGENT_KINDS):
             raise
     fields = cast("dict[str, object]", raw)
-    envelope = {name: fields.pop(name) for name in ("seq", "time", "job") if name in fields}
+    envelope = {name: fields.pop(name) for name in _Event.model_fields if name in fields}
     return FromAgent.model_validate({**envelope, "event": fields})
 
 
