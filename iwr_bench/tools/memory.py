@@ -55,7 +55,12 @@ _MIB = 1024 * 1024
 
 def _kind(pid: int, cache: dict[int, str]) -> str:
     """``renderer``, ``gpu`` or ``other`` (the browser process, the zygotes, utility services).
-    Chromium rewrites its command line as one string, so the flag is looked for anywhere in it."""
+    Chromium rewrites its command line as one string, so the flag is looked for anywhere in it.
+
+    A renderer is forked from a zygote and carries the zygote's command line until it sets its
+    own: a process that still reads ``--type=zygote`` is looked at again on the next walk, not
+    remembered (remembered, a renderer caught in that moment on a loaded machine was never
+    watched, and a memory hog ran unchecked)."""
     known = cache.get(pid)
     if known is None:
         try:
@@ -67,6 +72,8 @@ def _kind(pid: int, cache: dict[int, str]) -> str:
             known = "renderer"
         elif b"--type=gpu-process" in cmdline:
             known = "gpu"
+        elif b"--type=zygote" in cmdline:
+            return known
         cache[pid] = known
     return known
 

@@ -80,13 +80,15 @@ async def _memory_bound(
     pool: PagePool, listener: Listener, tmp_path: Path, write_page: Callable[..., Path]
 ) -> None:
     page = hostile_pages(tmp_path, listener)["memory"]
+    shown = "(nothing observed)"
     with pytest.raises(PageFailure) as info:
         async with pool.page(PageSpec(page=str(page))) as tools:
             # about 10 s on an idle machine; the page allocates more slowly on a busy one
             with anyio.move_on_after(patient(10.0)):
                 while True:
-                    await tools.observe()
+                    shown = (await tools.observe()).text
                     await anyio.sleep(0.25)
+            pytest.fail(f"the hog was not stopped; it showed {shown[:200]!r}")
     assert info.value.reason == "page_crashed"
     limit = pool.config.limits.page_memory_mb
     assert f"MiB > limit {limit} MiB" in str(info.value)

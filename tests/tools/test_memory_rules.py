@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from iwr_bench.tools import memory
 from iwr_bench.tools.memory import MemoryWatchdog
+from iwr_bench.tools.process import descendants
 
 MIB = 1024 * 1024
 
@@ -79,3 +82,48 @@ def test_after_a_renderer_is_stopped_the_page_left_is_not_charged_its_leftovers(
     time.sleep(0.4)
     dog._check_shared(1, {page.pid: 10 * MIB}, reasons)  # pyright: ignore[reportPrivateUsage]
     assert len(reasons) == 2 and page.wait(timeout=5) == -9  # growth that stays is charged again
+
+
+_CHILD = """import os, sys, time
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.02)
+os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", "--type=" + "renderer"])
+"""
+"""A stand-in renderer: it reads as a zygote (as a renderer just forked from one does) until a file
+appears, then becomes a renderer (its code spells the flag in two parts, or the zygote's command
+line, which holds the code, would read as a renderer's)."""
+_PARENT = "import subprocess, sys; subprocess.run([sys.executable, '-c', *sys.argv[1:], '--type=zygote'])"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _wait_for(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_renderer_first_seen_under_its_zygotes_name_is_watched_once_it_has_its_own(
+    tmp_path: Path,
+) -> None:
+    go = tmp_path / "go"
+    browser = subprocess.Popen([sys.executable, "-c", _PARENT, _CHILD, str(go)])
+    try:
+        _wait_for(lambda: any(b"--type=zygote" in _cmdline(p) for p in descendants(browser.pid)), "the fork")
+        (child,) = descendants(browser.pid)
+        dog = MemoryWatchdog(browser.pid, limit_mb=1, rescan_every=1)
+        assert dog.scan() == []  # not a renderer yet
+        go.touch()
+        _wait_for(lambda: b"--type=renderer" in _cmdline(child), "the renderer's own name")
+        reasons = dog.scan()
+        assert len(reasons) == 1 and "> limit 1 MiB" in reasons[0]
+        _wait_for(lambda: _cmdline(child) == b"", "the kill")
+    finally:
+        browser.kill()
+        browser.wait()
