@@ -50,14 +50,21 @@ _LAUNCH_FLAGS: tuple[str, ...] = (
     "--disable-domain-reliability",
     "--disable-client-side-phishing-detection",
     "--disable-features=MediaRouter,OptimizationHints,Translate,InterestFeedContentSuggestions,"
-    "WebRtcHideLocalIpsWithMdns,DialMediaRouteProvider,AcceptCHFrame,IsolateSandboxedIframes",
+    "WebRtcHideLocalIpsWithMdns,DialMediaRouteProvider,AcceptCHFrame,IsolateSandboxedIframes,"
+    "WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--enforce-webrtc-ip-permission-check",
 )
 """Flags of every launch: no throttling of background pages, no crash handler, no calls home.
 Sandboxed frames stay in their page's renderer (``IsolateSandboxedIframes`` off), so the page's
 pinned clock and seeded randomness reach them as they reach every frame, and their memory counts
-against the page's bound."""
+against the page's bound.
+
+No omnibox popup drawn as a web page (the ``WebUIOmnibox*Popup`` features off): Chromium 156 builds
+one, in a renderer of its own, for every window, and every page opens in a window of its own
+context. Nobody sees it in a headless browser, yet it cost about 1 s of CPU per page, more than the
+page itself (measured: 20 small pages took 40 s of Chromium CPU with it, 15 s without;
+``benchmarks/page_open.py``). A name this Chromium does not know is ignored."""
 
 
 def descendants(pid: int) -> list[int]:
