@@ -12,8 +12,8 @@ demo: setup
 	$(BIN)/iwr demo
 
 lint: setup
-	$(BIN)/ruff check iwr_bench tests benchmarks
-	$(BIN)/ruff format --check iwr_bench tests benchmarks
+	$(BIN)/ruff check iwr_bench tests benchmarks scripts
+	$(BIN)/ruff format --check iwr_bench tests benchmarks scripts
 	@# the page scripts parse (needs Node.js; tests/tools/test_page_scripts.py compiles them in Chromium)
 	@if command -v node >/dev/null 2>&1; then \
 		for f in iwr_bench/tools/js/*.js; do node --check "$$f" || exit 1; done; \
@@ -23,8 +23,8 @@ typecheck: setup
 	$(BIN)/pyright
 
 format: setup
-	$(BIN)/ruff format iwr_bench tests benchmarks
-	$(BIN)/ruff check --fix iwr_bench tests benchmarks
+	$(BIN)/ruff format iwr_bench tests benchmarks scripts
+	$(BIN)/ruff check --fix iwr_bench tests benchmarks scripts
 
 # Set-up, lint, type-check, tests; prints each phase's time and the 15 slowest tests.
 test:

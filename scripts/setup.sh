@@ -50,9 +50,15 @@ if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]] && "$VENV/bin/python" -c "i
   exit 0
 fi
 say "installing Python packages (one resolver pass, pinned by requirements.lock)"
-"$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
+"$VENV/bin/python" -m pip install -q --no-compile --upgrade pip setuptools wheel
 # torch comes as the CPU wheel (torch==2.13.0+cpu); see README for GPU machines.
-"$VENV/bin/python" -m pip install -q -c requirements.lock -e ".[dev]"
+# --no-compile: pip would byte-compile all 27,000 modules of the pinned set, one at a time (100 of
+# the 180 s of a fresh set-up); the commands and tests import a few thousand of them.
+"$VENV/bin/python" -m pip install -q --no-compile -c requirements.lock -e ".[dev]"
+say "byte-compiling what iwr-bench and its tests import"
+# Importing them writes their .pyc files (even where PYTHONDONTWRITEBYTECODE is set for everything
+# else); a module left out is compiled from source when a process imports it, as before pip's pass.
+env -u PYTHONDONTWRITEBYTECODE "$VENV/bin/python" scripts/warm_imports.py
 echo "$want" > "$STAMP"
 fetch_real_apps
 say "done"

@@ -24,4 +24,4 @@ export IWR_TEST_PHASES="$phases"
 # Test files run in parallel workers (a file's tests stay together, so a module's browser pool or
 # recorded task is built once): the tests mostly wait on browsers, subprocesses and Ray.
 # Tests marked `long` (long real-backend runs) are left out here: `make test-long` runs them.
-exec "$BIN/python" -m pytest -n "${IWR_TEST_WORKERS:-3}" --dist loadfile --durations=15 -m "${IWR_TEST_MARKS:-not long}" ${PYTEST_ARGS:-}
+exec "$BIN/python" -m pytest -n "${IWR_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder --durations=15 -m "${IWR_TEST_MARKS:-not long}" ${PYTEST_ARGS:-}
