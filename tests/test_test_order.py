@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import HEAVIEST_FIRST
+from heaviest_first import HEAVIEST_FIRST
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_every_file_named_heaviest_first_exists() -> None:
     missing = [path for path in HEAVIEST_FIRST if not (ROOT / path).is_file()]
-    assert missing == [], f"renamed or removed: update HEAVIEST_FIRST in tests/conftest.py: {missing}"
+    assert missing == [], f"renamed or removed: update tests/heaviest_first.py: {missing}"
     assert len(set(HEAVIEST_FIRST)) == len(HEAVIEST_FIRST)
