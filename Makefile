@@ -35,7 +35,7 @@ test:
 test-long:
 	@IWR_TEST_MARKS=long PYTEST_ARGS="$(PYTEST_ARGS)" bash scripts/test.sh
 
-# The inner loop: no browser, nothing slow (about a minute on 2 cores; README: Tests).
+# The inner loop: no browser, nothing slow (about 3 minutes on 2 cores; README: Tests).
 test-fast: setup
 	$(BIN)/python -m pytest -m "not browser and not slow" $(PYTEST_ARGS)
 
