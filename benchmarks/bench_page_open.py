@@ -67,16 +67,11 @@ async def _leg(pages: int, popup: bool) -> dict[str, float]:
 
 
 def _renderers(root: int) -> set[int]:
+    from iwr_bench.tools.memory import _kind  # pyright: ignore[reportPrivateUsage]
     from iwr_bench.tools.process import descendants
 
-    found = set()
-    for pid in descendants(root):
-        try:
-            if b"--type=renderer" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.add(pid)
-        except OSError:
-            continue
-    return found
+    kinds: dict[int, str] = {}  # (the watchdog's own classification, so both count the same)
+    return {pid for pid in descendants(root) if _kind(pid, kinds) == "renderer"}
 
 
 def _run_leg(pages: int, popup: bool) -> dict[str, float]:

@@ -64,7 +64,7 @@ No omnibox popup drawn as a web page (the ``WebUIOmnibox*Popup`` features off): 
 one, in a renderer of its own, for every window, and every page opens in a window of its own
 context. Nobody sees it in a headless browser, yet it cost about 1 s of CPU per page, more than the
 page itself (measured: 20 small pages took 40 s of Chromium CPU with it, 15 s without;
-``benchmarks/page_open.py``). A name this Chromium does not know is ignored."""
+``benchmarks/bench_page_open.py``). A name this Chromium does not know is ignored."""
 
 
 def descendants(pid: int) -> list[int]:
